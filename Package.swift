@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Reactor",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Reactor", targets: ["Reactor"]),
+        .library(name: "ReactorServer", targets: ["ReactorServer"]),
+        .executable(name: "reactord", targets: ["reactord"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // The C seam: libuv (event loop), llhttp (HTTP parser) and OpenSSL's libcrypto (SHA-1, HMAC).
+        .systemLibrary(
+            name: "CUV",
+            pkgConfig: "libllhttp",
+            providers: [.apt(["libuv1-dev", "libssl-dev", "pkg-config"])]
+        ),
+        // Pure Swift: knows nothing of sockets, libuv or HTTP.
+        .target(name: "Reactor"),
+        .target(
+            name: "ReactorServer",
+            dependencies: [
+                "Reactor", "CUV",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "reactord",
+            dependencies: [
+                "ReactorServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "reactor-core-bench",
+            dependencies: ["Reactor"],
+            path: "Benchmarks/CoreBenchmark"
+        ),
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
+        .testTarget(name: "ReactorServerTests", dependencies: ["ReactorServer", "Reactor"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

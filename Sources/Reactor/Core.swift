@@ -1,0 +1,292 @@
+import Dispatch
+import Synchronization
+
+/// Holds one `State` and applies events to it one at a time, in the order they were fired.
+///
+/// Every job — firing an event or a command, adding or removing a subscriber, a middleware, an
+/// interceptor or a feedback — joins one FIFO queue and runs on the core's executor. A job started
+/// from inside another (a subscriber or middleware firing an event, say) runs after the current job,
+/// never nested in it. A caller already on the executor runs its job right there, with no thread hop.
+///
+/// @unchecked Sendable: every mutable field is touched only on `executor`; the rest is `let` or atomic.
+public final class Core<StateType: State>: @unchecked Sendable {
+    public let executor: any CoreExecutor
+
+    // Confined to the executor.
+    private var current: StateType
+    private var currentVersion: UInt64
+    private var middlewares: [(Registration, any Middleware<StateType>)] = []
+    private var interceptors: [(Registration, any Interceptor<StateType>)] = []
+    private var observers: [Observer] = []
+    private var pending = JobQueue<Job>()
+    private var draining = false
+
+    /// Jobs handed to the executor but not yet run. While any is in transit, jobs fired on the executor
+    /// queue up behind them, which keeps one total order across all threads.
+    private let inTransit = Atomic<Int>(0)
+    private let lastRegistration = Atomic<UInt64>(0)
+
+    /// - Parameters:
+    ///   - version: the version of `state`; 0 for a new state, the last applied version for one loaded from storage.
+    ///   - executor: where jobs run; by default a private serial queue of the core's own.
+    public init(
+        state: StateType,
+        version: UInt64 = 0,
+        middlewares: [any Middleware<StateType>] = [],
+        executor: any CoreExecutor = DispatchQueueExecutor()
+    ) {
+        current = state
+        currentVersion = version
+        self.executor = executor
+        self.middlewares = middlewares.map { (Registration(id: lastRegistration.add(1, ordering: .relaxed).newValue), $0) }
+    }
+
+    // MARK: Reading
+
+    /// The current state. On the executor this is a plain read; elsewhere it waits for its turn in the
+    /// job queue, so it reflects every job fired before the read.
+    public var state: StateType { snapshot().state }
+
+    /// The version of the current state: 0 initially, then one more for each applied event.
+    public var version: UInt64 { snapshot().version }
+
+    /// The current version and state, read together.
+    public func snapshot() -> (version: UInt64, state: StateType) {
+        if executor.isCurrent { return (currentVersion, current) }
+        let handoff = Handoff<(version: UInt64, state: StateType)>()
+        submit(.perform { [self] in handoff.put((currentVersion, current)) })
+        return handoff.take()
+    }
+
+    /// The current version and state, without blocking a thread while the job queue gets to it.
+    public func snapshot() async -> (version: UInt64, state: StateType) {
+        await withCheckedContinuation { continuation in
+            submit(.perform { [self] in continuation.resume(returning: (currentVersion, current)) })
+        }
+    }
+
+    // MARK: Firing
+
+    /// Fires `event` at the state. The seed's fire-and-forget form.
+    public func fire(event: Event) {
+        submit(.event(event, nil))
+    }
+
+    /// Fires `event`; `completion` runs on the executor with the version the event produced,
+    /// or with the error an interceptor or the state rejected it with (the state is then unchanged).
+    public func fire(event: Event, completion: @escaping @Sendable (Result<UInt64, any Error>) -> Void) {
+        submit(.event(event, completion))
+    }
+
+    /// Fires `event` and returns the version it produced, or throws why it was rejected.
+    /// (Not an `async` overload of `fire(event:)`: that would capture every fire-and-forget call
+    /// made from async code.)
+    public func fireAndWait(event: Event) async throws -> UInt64 {
+        try await withCheckedThrowingContinuation { continuation in
+            submit(.event(event, { continuation.resume(with: $0) }))
+        }
+    }
+
+    /// Runs `command` at its turn with the state as of then.
+    public func fire<C: Command>(command: C) where C.StateType == StateType {
+        submit(.perform { [self] in command.execute(state: current, core: self) })
+    }
+
+    // MARK: Subscribers
+
+    /// Subscribes to the whole state: `subscriber` gets the current state, then every later one.
+    /// - Parameter queue: where to call `subscriber`; nil (the default) calls it on the core's executor.
+    ///   Give a serial queue: a concurrent one may reorder the states.
+    public func add(subscriber: some Subscriber<StateType>, notifyOnQueue queue: DispatchQueue? = nil) {
+        subscribe(subscriber, queue: queue, select: { $0 }, isRepeat: nil)
+    }
+
+    /// Subscribes to a selection of the state: `subscriber` gets `selector`'s value for every state.
+    public func add<Selected>(
+        subscriber: some Subscriber<Selected>,
+        notifyOnQueue queue: DispatchQueue? = nil,
+        selector: @escaping @Sendable (StateType) -> Selected
+    ) {
+        subscribe(subscriber, queue: queue, select: selector, isRepeat: nil)
+    }
+
+    /// Subscribes to an `Equatable` selection of the state: `subscriber` is notified only when it changes.
+    public func add<Selected: Equatable>(
+        subscriber: some Subscriber<Selected>,
+        notifyOnQueue queue: DispatchQueue? = nil,
+        selector: @escaping @Sendable (StateType) -> Selected
+    ) {
+        subscribe(subscriber, queue: queue, select: selector, isRepeat: { $0 == $1 })
+    }
+
+    /// Stops notifying `subscriber`, from its turn in the job queue on. Safe from anywhere,
+    /// the subscriber's own `update` and middleware included.
+    public func remove(subscriber: AnyObject) {
+        let key = Observer.Key.subscriber(ObjectIdentifier(subscriber))
+        submit(.perform { [self] in removeObserver(key) })
+    }
+
+    private func subscribe<Selected>(
+        _ subscriber: some Subscriber<Selected>,
+        queue: DispatchQueue?,
+        select: @escaping @Sendable (StateType) -> Selected,
+        isRepeat: ((Selected, Selected) -> Bool)?
+    ) {
+        let subscription = Subscription(subscriber, queue: queue, select: select, isRepeat: isRepeat)
+        let key = Observer.Key.subscriber(ObjectIdentifier(subscriber))
+        submit(.perform { [self] in
+            // A subscriber that went away may have left its address to this one: only a live entry counts.
+            observers.removeAll { $0.key == key && !$0.isLive() }
+            guard !observers.contains(where: { $0.key == key }) else { return }
+            addObserver(Observer(key: key, isLive: { subscription.isLive }, notify: subscription.deliver))
+        })
+    }
+
+    // MARK: Middleware and interceptors
+
+    /// Adds a middleware after the existing ones; it sees the events fired after this call.
+    @discardableResult
+    public func add(middleware: any Middleware<StateType>) -> Registration {
+        let registration = newRegistration()
+        submit(.perform { [self] in middlewares.append((registration, middleware)) })
+        return registration
+    }
+
+    /// Adds an interceptor after the existing ones; it sees the events fired after this call.
+    @discardableResult
+    public func add(interceptor: any Interceptor<StateType>) -> Registration {
+        let registration = newRegistration()
+        submit(.perform { [self] in interceptors.append((registration, interceptor)) })
+        return registration
+    }
+
+    /// Removes a middleware, interceptor, feedback or state stream, from its turn in the job queue on.
+    public func remove(_ registration: Registration) {
+        submit(.perform { [self] in
+            middlewares.removeAll { $0.0 == registration }
+            interceptors.removeAll { $0.0 == registration }
+            removeObserver(.registration(registration))
+        })
+    }
+
+    // MARK: Observers (the machinery under subscribers, feedbacks, waits and streams)
+
+    /// Adds a job-confined observer of every state from now on, starting with the current one.
+    /// Runs on the executor only.
+    func addObserver(_ observer: Observer) {
+        observers.append(observer)
+        if !observer.notify(current, currentVersion) {
+            removeObserver(observer.key)
+        }
+    }
+
+    /// Returns false when there was no such observer.
+    @discardableResult
+    func removeObserver(_ key: Observer.Key) -> Bool {
+        guard let index = observers.firstIndex(where: { $0.key == key }) else { return false }
+        observers.remove(at: index).onRemove?()
+        return true
+    }
+
+    func newRegistration() -> Registration {
+        Registration(id: lastRegistration.add(1, ordering: .relaxed).newValue)
+    }
+
+    /// Runs `body` at its turn in the job queue, on the executor, with the state as of then.
+    func perform(_ body: @escaping @Sendable () -> Void) {
+        submit(.perform(body))
+    }
+
+    // MARK: The job queue
+
+    enum Job: Sendable {
+        case event(any Event, (@Sendable (Result<UInt64, any Error>) -> Void)?)
+        case perform(@Sendable () -> Void)
+    }
+
+    private func submit(_ job: Job) {
+        if executor.isCurrent && inTransit.load(ordering: .acquiring) == 0 {
+            accept(job)
+        } else {
+            inTransit.add(1, ordering: .releasing)
+            executor.enqueue { [self] in
+                inTransit.subtract(1, ordering: .releasing)
+                accept(job)
+            }
+        }
+    }
+
+    private func accept(_ job: Job) {
+        pending.append(job)
+        guard !draining else { return }
+        draining = true
+        while let next = pending.popFirst() {
+            run(next)
+        }
+        draining = false
+    }
+
+    private func run(_ job: Job) {
+        switch job {
+        case .perform(let body):
+            body()
+        case .event(let event, let completion):
+            do {
+                for (_, interceptor) in interceptors {
+                    try interceptor.intercept(event: event, state: current)
+                }
+                try current.apply(event)
+            } catch {
+                completion?(.failure(error))
+                return
+            }
+            currentVersion += 1
+            for (_, middleware) in middlewares {
+                middleware.process(event: event, state: current, version: currentVersion)
+            }
+            notifyObservers()
+            completion?(.success(currentVersion))
+        }
+    }
+
+    private func notifyObservers() {
+        var index = 0
+        while index < observers.count {
+            if observers[index].notify(current, currentVersion) {
+                index += 1
+            } else {
+                observers.remove(at: index).onRemove?()
+            }
+        }
+    }
+
+    /// One party interested in every state: a subscriber, a feedback, a wait or a stream.
+    struct Observer {
+        enum Key: Equatable {
+            case subscriber(ObjectIdentifier)
+            case registration(Registration)
+        }
+
+        let key: Key
+        var isLive: () -> Bool = { true }
+        var onRemove: (() -> Void)? = nil
+        /// Returns false when the observer is done and should be dropped.
+        let notify: (StateType, UInt64) -> Bool
+    }
+}
+
+/// Hands one value from the executor to a thread that waits for it.
+private final class Handoff<Value: Sendable>: Sendable {
+    private let value = Mutex<Value?>(nil)
+    private let ready = DispatchSemaphore(value: 0)
+
+    func put(_ newValue: Value) {
+        value.withLock { $0 = newValue }
+        ready.signal()
+    }
+
+    func take() -> Value {
+        ready.wait()
+        return value.withLock { $0! }
+    }
+}

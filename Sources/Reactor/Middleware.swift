@@ -1,0 +1,32 @@
+/// Sees every applied event together with the state it produced (logging, persistence, metrics).
+public protocol Middleware<StateType>: Sendable {
+    associatedtype StateType: State
+
+    /// Called on the core's executor after `event` was applied, with the new state.
+    func process(event: Event, state: StateType)
+
+    /// As `process(event:state:)`, with the version the event was given.
+    /// The default forwards to `process(event:state:)`.
+    func process(event: Event, state: StateType, version: UInt64)
+}
+
+extension Middleware {
+    public func process(event: Event, state: StateType, version: UInt64) {
+        process(event: event, state: state)
+    }
+}
+
+/// Sees every event before it is applied, with the state it would be applied to, and may reject it.
+/// This is where a server enforces who may fire what, whatever transport the event came by.
+public protocol Interceptor<StateType>: Sendable {
+    associatedtype StateType: State
+
+    /// Throws to reject `event`: the state is not changed and whoever fired it gets the error.
+    func intercept(event: Event, state: StateType) throws
+}
+
+/// Identifies something added to a core after its creation (a middleware, an interceptor, a feedback),
+/// so that it can be removed again.
+public struct Registration: Hashable, Sendable {
+    let id: UInt64
+}

@@ -1,0 +1,113 @@
+import Dispatch
+import Foundation
+import Reactor
+import Synchronization
+import XCTest
+
+/// A core confined to one thread of its own, the way a server confines it to its event loop.
+final class ThreadExecutor: CoreExecutor {
+    private let jobs = Mutex<[@Sendable () -> Void]>([])
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let thread = Mutex<pthread_t?>(nil)
+    let enqueued = Atomic<Int>(0)
+
+    init() {
+        let started = DispatchSemaphore(value: 0)
+        Thread { self.run(announcing: started) }.start()
+        started.wait()
+    }
+
+    private func run(announcing started: DispatchSemaphore) {
+        thread.withLock { $0 = pthread_self() }
+        started.signal()
+        while true {
+            wakeup.wait()
+            let batch = jobs.withLock { batch in defer { batch = [] }; return batch }
+            for job in batch { job() }
+        }
+    }
+
+    var isCurrent: Bool {
+        guard let owner = thread.withLock({ $0 }) else { return false }
+        return pthread_equal(owner, pthread_self()) != 0
+    }
+
+    func enqueue(_ job: @escaping @Sendable () -> Void) {
+        enqueued.add(1, ordering: .relaxed)
+        jobs.withLock { $0.append(job) }
+        wakeup.signal()
+    }
+
+    /// Runs `body` on the executor's thread and waits for it, without counting as a core job.
+    func sync(_ body: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        jobs.withLock { $0.append { body(); done.signal() } }
+        wakeup.signal()
+        done.wait()
+    }
+}
+
+final class ExecutorTests: XCTestCase {
+    func testOnItsOwnThreadACoreAppliesAndNotifiesInlineWithNoHop() {
+        let executor = ThreadExecutor()
+        let core = Core(state: Counter(), executor: executor)
+        let recorder = Recorder<Counter>()
+        executor.sync {
+            core.add(subscriber: recorder)
+            for step in 1...1_000 {
+                core.fire(event: Add())
+                // Applied and delivered before fire returned.
+                XCTAssertEqual(core.state.count, step)
+                XCTAssertEqual(recorder.values.last?.count, step)
+            }
+        }
+        XCTAssertEqual(executor.enqueued.load(ordering: .relaxed), 0, "a job fired on the executor hopped threads")
+        XCTAssertEqual(recorder.count, 1_001)
+    }
+
+    func testFiringFromOtherThreadsIsSafeAndKeepsOneOrder() {
+        let executor = ThreadExecutor()
+        let core = Core(state: Counter(), executor: executor)
+        let recorder = Recorder<Counter>()
+        core.add(subscriber: recorder)
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for _ in 0..<250 {
+                if worker == 0 {
+                    executor.sync { core.fire(event: Add()) }
+                } else {
+                    core.fire(event: Add())
+                }
+            }
+        }
+        core.drain()
+        XCTAssertEqual(recorder.versions, Array(0...1_000))
+        XCTAssertEqual(recorder.values.map(\.count), Array(0...1_000))
+    }
+
+    func testAJobFiredOnTheExecutorWaitsBehindOneAlreadyHandedOverFromElsewhere() {
+        for executor in [ThreadExecutor() as any CoreExecutor, DispatchQueueExecutor()] {
+            let core = Core(state: Counter(), executor: executor)
+            let names = Recorder<String?>()
+            core.add(subscriber: names, selector: { $0.name })
+            core.drain()
+            let onExecutor = DispatchSemaphore(value: 0)
+            let body: @Sendable () -> Void = {
+                // Another thread fires while the executor is busy here: that event is in transit.
+                DispatchQueue.global().sync { core.fire(event: SetName(value: "remote")) }
+                core.fire(event: SetName(value: "local"))
+                onExecutor.signal()
+            }
+            if let thread = executor as? ThreadExecutor { thread.sync(body) } else { executor.enqueue(body) }
+            onExecutor.wait()
+            core.drain()
+            XCTAssertEqual(names.values, [nil, "remote", "local"], "\(type(of: executor))")
+        }
+    }
+
+    func testTheDefaultExecutorIsAPrivateQueueThatRecognisesItself() {
+        let executor = DispatchQueueExecutor()
+        XCTAssertFalse(executor.isCurrent)
+        executor.queue.sync { XCTAssertTrue(executor.isCurrent) }
+        DispatchQueue.main.async { XCTAssertFalse(executor.isCurrent) }
+    }
+}

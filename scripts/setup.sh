@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs what Reactor needs on Debian 12 (or newer): libuv, OpenSSL's libcrypto,
+# pkg-config and llhttp. Idempotent: a second run checks and returns in well under a second.
+set -euo pipefail
+
+PREFIX=${LLHTTP_PREFIX:-/usr/local}
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+have_pc() { pkg-config --exists "$1" 2>/dev/null; }
+
+apt_install() {
+    local missing=()
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "setup: installing ${missing[*]}"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+apt_install pkg-config libuv1-dev libssl-dev
+
+# llhttp: the distribution's package where it has one; otherwise build the C sources
+# that Debian's node-llhttp ships into $PREFIX, under the names upstream's install uses.
+if ! have_pc libllhttp; then
+    if apt-cache show libllhttp-dev >/dev/null 2>&1; then
+        apt_install libllhttp-dev
+    else
+        apt_install node-llhttp
+        src=/usr/share/llhttp
+        hdr=/usr/share/include/llhttp/llhttp.h
+        version=$(awk '/#define LLHTTP_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' "$hdr")
+        work=$(mktemp -d)
+        trap 'rm -rf "$work"' EXIT
+        echo "setup: building llhttp $version from $src"
+        for c in api http llhttp; do
+            cc -O2 -fPIC -I"$(dirname "$hdr")" -c "$src/$c.c" -o "$work/$c.o"
+        done
+        ar rcs "$work/libllhttp.a" "$work"/api.o "$work"/http.o "$work"/llhttp.o
+        $SUDO install -d "$PREFIX/lib/pkgconfig" "$PREFIX/include"
+        $SUDO install -m 644 "$work/libllhttp.a" "$PREFIX/lib/libllhttp.a"
+        $SUDO install -m 644 "$hdr" "$PREFIX/include/llhttp.h"
+        cat > "$work/libllhttp.pc" <<PC
+prefix=$PREFIX
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: libllhttp
+Description: Node.js llhttp Library
+Version: $version
+Libs: -L\${libdir} -lllhttp
+Cflags: -I\${includedir}
+PC
+        $SUDO install -m 644 "$work/libllhttp.pc" "$PREFIX/lib/pkgconfig/libllhttp.pc"
+    fi
+fi
+
+for pc in libuv libllhttp libcrypto; do
+    have_pc "$pc" || { echo "setup: pkg-config cannot find $pc" >&2; exit 1; }
+done
+command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.0 or newer is needed)" >&2; exit 1; }
