@@ -13,17 +13,19 @@ public final class Core<StateType: State>: @unchecked Sendable {
     public let executor: any CoreExecutor
 
     // Confined to the executor.
-    private var current: StateType
-    private var currentVersion: UInt64
-    private var middlewares: [(Registration, any Middleware<StateType>)] = []
-    private var interceptors: [(Registration, any Interceptor<StateType>)] = []
-    private var observers: [Observer] = []
-    private var pending = JobQueue<Job>()
-    private var draining = false
+    // Confined to the executor. @usableFromInline so that the hot path below specialises for the
+    // caller's state type: unspecialised generic code spends most of its time looking up metadata.
+    @usableFromInline var current: StateType
+    @usableFromInline var currentVersion: UInt64
+    @usableFromInline var middlewares: [(Registration, any Middleware<StateType>)] = []
+    @usableFromInline var interceptors: [(Registration, any Interceptor<StateType>)] = []
+    @usableFromInline var observers: [Observer] = []
+    @usableFromInline var pending = JobQueue<Job>()
+    @usableFromInline var draining = false
 
     /// Jobs handed to the executor but not yet run. While any is in transit, jobs fired on the executor
     /// queue up behind them, which keeps one total order across all threads.
-    private let inTransit = Atomic<Int>(0)
+    @usableFromInline let inTransit = Atomic<Int>(0)
     private let lastRegistration = Atomic<UInt64>(0)
 
     /// - Parameters:
@@ -68,12 +70,14 @@ public final class Core<StateType: State>: @unchecked Sendable {
     // MARK: Firing
 
     /// Fires `event` at the state. The seed's fire-and-forget form.
+    @inlinable
     public func fire(event: Event) {
         submit(.event(event, nil))
     }
 
     /// Fires `event`; `completion` runs on the executor with the version the event produced,
     /// or with the error an interceptor or the state rejected it with (the state is then unchanged).
+    @inlinable
     public func fire(event: Event, completion: @escaping @Sendable (Result<UInt64, any Error>) -> Void) {
         submit(.event(event, completion))
     }
@@ -97,11 +101,13 @@ public final class Core<StateType: State>: @unchecked Sendable {
     /// Subscribes to the whole state: `subscriber` gets the current state, then every later one.
     /// - Parameter queue: where to call `subscriber`; nil (the default) calls it on the core's executor.
     ///   Give a serial queue: a concurrent one may reorder the states.
+    @inlinable
     public func add(subscriber: some Subscriber<StateType>, notifyOnQueue queue: DispatchQueue? = nil) {
         subscribe(subscriber, queue: queue, select: { $0 }, isRepeat: nil)
     }
 
     /// Subscribes to a selection of the state: `subscriber` gets `selector`'s value for every state.
+    @inlinable
     public func add<Selected>(
         subscriber: some Subscriber<Selected>,
         notifyOnQueue queue: DispatchQueue? = nil,
@@ -111,6 +117,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
     }
 
     /// Subscribes to an `Equatable` selection of the state: `subscriber` is notified only when it changes.
+    @inlinable
     public func add<Selected: Equatable>(
         subscriber: some Subscriber<Selected>,
         notifyOnQueue queue: DispatchQueue? = nil,
@@ -126,7 +133,8 @@ public final class Core<StateType: State>: @unchecked Sendable {
         submit(.perform { [self] in removeObserver(key) })
     }
 
-    private func subscribe<Selected>(
+    @inlinable
+    func subscribe<Selected>(
         _ subscriber: some Subscriber<Selected>,
         queue: DispatchQueue?,
         select: @escaping @Sendable (StateType) -> Selected,
@@ -173,6 +181,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     /// Adds a job-confined observer of every state from now on, starting with the current one.
     /// Runs on the executor only.
+    @usableFromInline
     func addObserver(_ observer: Observer) {
         observers.append(observer)
         if !observer.notify(current, currentVersion) {
@@ -182,6 +191,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     /// Returns false when there was no such observer.
     @discardableResult
+    @usableFromInline
     func removeObserver(_ key: Observer.Key) -> Bool {
         guard let index = observers.firstIndex(where: { $0.key == key }) else { return false }
         observers.remove(at: index).onRemove?()
@@ -199,12 +209,14 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     // MARK: The job queue
 
+    @usableFromInline
     enum Job: Sendable {
         case event(any Event, (@Sendable (Result<UInt64, any Error>) -> Void)?)
         case perform(@Sendable () -> Void)
     }
 
-    private func submit(_ job: Job) {
+    @inlinable
+    func submit(_ job: Job) {
         if executor.isCurrent && inTransit.load(ordering: .acquiring) == 0 {
             accept(job)
         } else {
@@ -216,7 +228,8 @@ public final class Core<StateType: State>: @unchecked Sendable {
         }
     }
 
-    private func accept(_ job: Job) {
+    @inlinable
+    func accept(_ job: Job) {
         pending.append(job)
         guard !draining else { return }
         draining = true
@@ -226,7 +239,8 @@ public final class Core<StateType: State>: @unchecked Sendable {
         draining = false
     }
 
-    private func run(_ job: Job) {
+    @inlinable
+    func run(_ job: Job) {
         switch job {
         case .perform(let body):
             body()
@@ -249,7 +263,8 @@ public final class Core<StateType: State>: @unchecked Sendable {
         }
     }
 
-    private func notifyObservers() {
+    @inlinable
+    func notifyObservers() {
         var index = 0
         while index < observers.count {
             if observers[index].notify(current, currentVersion) {
@@ -261,17 +276,27 @@ public final class Core<StateType: State>: @unchecked Sendable {
     }
 
     /// One party interested in every state: a subscriber, a feedback, a wait or a stream.
+    @usableFromInline
     struct Observer {
-        enum Key: Equatable {
+        @usableFromInline
+        enum Key: Equatable, Sendable {
             case subscriber(ObjectIdentifier)
             case registration(Registration)
         }
 
-        let key: Key
-        var isLive: () -> Bool = { true }
-        var onRemove: (() -> Void)? = nil
+        @usableFromInline let key: Key
+        @usableFromInline var isLive: () -> Bool = { true }
+        @usableFromInline var onRemove: (() -> Void)? = nil
         /// Returns false when the observer is done and should be dropped.
-        let notify: (StateType, UInt64) -> Bool
+        @usableFromInline let notify: (StateType, UInt64) -> Bool
+
+        @usableFromInline
+        init(key: Key, isLive: @escaping () -> Bool = { true }, onRemove: (() -> Void)? = nil, notify: @escaping (StateType, UInt64) -> Bool) {
+            self.key = key
+            self.isLive = isLive
+            self.onRemove = onRemove
+            self.notify = notify
+        }
     }
 }
 

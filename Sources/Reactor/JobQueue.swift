@@ -1,15 +1,18 @@
 /// A FIFO that reuses its storage: appends and pops are O(1) and allocate nothing once warm.
+@usableFromInline
 struct JobQueue<Element> {
-    private var storage: [Element?] = []
-    private var head = 0
+    @usableFromInline var storage: [Element?] = []
+    @usableFromInline var head = 0
 
-    var isEmpty: Bool { head == storage.count }
+    @inlinable init() {}
 
-    mutating func append(_ element: Element) {
+    @inlinable var isEmpty: Bool { head == storage.count }
+
+    @inlinable mutating func append(_ element: Element) {
         storage.append(element)
     }
 
-    mutating func popFirst() -> Element? {
+    @inlinable mutating func popFirst() -> Element? {
         guard head < storage.count else { return nil }
         let element = storage[head]
         storage[head] = nil

@@ -28,5 +28,7 @@ public protocol Interceptor<StateType>: Sendable {
 /// Identifies something added to a core after its creation (a middleware, an interceptor, a feedback),
 /// so that it can be removed again.
 public struct Registration: Hashable, Sendable {
-    let id: UInt64
+    @usableFromInline let id: UInt64
+
+    @usableFromInline init(id: UInt64) { self.id = id }
 }

@@ -20,13 +20,15 @@ extension Subscriber {
 /// One subscriber's link to a core: a weak reference, what it selects, where it is notified.
 /// @unchecked Sendable: built by the caller, then used only on the core's executor; the subscriber
 /// itself is only compared by identity here and called on the queue its owner chose.
+@usableFromInline
 final class Subscription<StateType, Selected>: @unchecked Sendable {
-    private weak var subscriber: (any Subscriber<Selected>)?
-    private let queue: DispatchQueue?
-    private let select: (StateType) -> Selected
-    private let isRepeat: ((Selected, Selected) -> Bool)?
-    private var last: Selected?
+    @usableFromInline weak var subscriber: (any Subscriber<Selected>)?
+    @usableFromInline let queue: DispatchQueue?
+    @usableFromInline let select: (StateType) -> Selected
+    @usableFromInline let isRepeat: ((Selected, Selected) -> Bool)?
+    @usableFromInline var last: Selected?
 
+    @inlinable
     init(
         _ subscriber: any Subscriber<Selected>,
         queue: DispatchQueue?,
@@ -39,10 +41,11 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
         self.isRepeat = isRepeat
     }
 
-    var isLive: Bool { subscriber != nil }
+    @inlinable var isLive: Bool { subscriber != nil }
 
     /// Delivers the selection of `state` on `queue`, or right here on the core's executor when
     /// `queue` is nil, unless it repeats the last one. Returns false once the subscriber has gone away.
+    @inlinable
     func deliver(_ state: StateType, version: UInt64) -> Bool {
         let value = select(state)
         if let isRepeat {
@@ -63,7 +66,8 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
 
 /// Carries a selected value to a subscriber's queue.
 /// @unchecked Sendable: a selection of a Sendable state, handed over once and never shared after.
+@usableFromInline
 struct UncheckedValue<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+    @usableFromInline let value: Value
+    @inlinable init(_ value: Value) { self.value = value }
 }

@@ -1,0 +1,17 @@
+# Shorthands for the scripts in scripts/, which are what README and CI use.
+.PHONY: setup run test test-tsan bench-core
+
+setup:
+	scripts/setup.sh
+
+run:
+	scripts/run.sh
+
+test:
+	scripts/test.sh
+
+test-tsan:
+	scripts/test.sh --tsan
+
+bench-core:
+	scripts/bench-core.sh

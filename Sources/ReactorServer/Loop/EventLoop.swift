@@ -1,0 +1,106 @@
+import CUV
+import Dispatch
+import Foundation
+import Reactor
+import Synchronization
+
+/// A libuv loop run by one thread, and the executor of the core it hosts.
+///
+/// The loop thread owns every handle on it; other threads reach it only through `enqueue`, which
+/// appends to an inbox and wakes the loop with `uv_async_send`, the one libuv call that is safe from
+/// any thread. Work started on the loop thread runs there directly: no hop, no lock.
+///
+/// @unchecked Sendable: the uv handles are touched only on the loop thread; `owner` never changes
+/// after `init`, and the inbox is a Mutex.
+public final class EventLoop: CoreExecutor, @unchecked Sendable {
+    let loop: UnsafeMutablePointer<uv_loop_t>
+    private let wakeup: UnsafeMutablePointer<uv_async_t>
+    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private let owner: pthread_t
+
+    /// Creates a loop owned by the calling thread, which must be the one that calls `run()`.
+    public init() throws(UVError) {
+        owner = pthread_self()
+        loop = .allocate(capacity: 1)
+        wakeup = .allocate(capacity: 1)
+        try UVError.check(uv_loop_init(loop), "uv_loop_init")
+        try UVError.check(uv_async_init(loop, wakeup) { handle in
+            EventLoop.from(handle!.pointee.data).runInbox()
+        }, "uv_async_init")
+        wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    /// Starts a thread that creates a loop and runs it until `stop()`; returns once the loop exists.
+    public static func startThread(name: String = "reactor.loop") throws -> EventLoop {
+        let created = Mutex<Result<EventLoop, UVError>?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let result = Result { () throws(UVError) in try EventLoop() }
+            created.withLock { $0 = result }
+            ready.signal()
+            if case .success(let loop) = result { loop.run() }
+        }
+        thread.name = name
+        thread.start()
+        ready.wait()
+        return try created.withLock { $0! }.get()
+    }
+
+    deinit {
+        // A loop whose thread ended has closed its handles in `run()`; uv_loop_close frees the rest.
+        uv_loop_close(loop)
+        loop.deallocate()
+        wakeup.deallocate()
+    }
+
+    public var isCurrent: Bool {
+        pthread_equal(owner, pthread_self()) != 0
+    }
+
+    public func enqueue(_ job: @escaping @Sendable () -> Void) {
+        inbox.withLock { $0.append(job) }
+        uv_async_send(wakeup)
+    }
+
+    /// Runs the loop on the owner thread until `stop()`, then closes every handle still open.
+    public func run() {
+        precondition(isCurrent, "an EventLoop runs on the thread that created it")
+        uv_run(loop, UV_RUN_DEFAULT)
+        runInbox()
+        uv_walk(loop, { handle, _ in
+            if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
+        }, nil)
+        uv_run(loop, UV_RUN_DEFAULT)
+    }
+
+    /// Makes `run()` return after the current iteration. Safe from any thread.
+    public func stop() {
+        enqueue { [self] in uv_stop(loop) }
+    }
+
+    private func runInbox() {
+        let jobs = inbox.withLock { jobs in
+            defer { jobs.removeAll(keepingCapacity: true) }
+            return jobs
+        }
+        for job in jobs { job() }
+    }
+
+    static func from(_ pointer: UnsafeMutableRawPointer?) -> EventLoop {
+        Unmanaged<EventLoop>.fromOpaque(pointer!).takeUnretainedValue()
+    }
+}
+
+/// A libuv call that failed, with libuv's name and message for the code.
+public struct UVError: Error, CustomStringConvertible, Sendable {
+    public let code: Int32
+    public let operation: String
+
+    public var description: String {
+        "\(operation): \(String(cString: uv_err_name(code))) (\(String(cString: uv_strerror(code))))"
+    }
+
+    static func check(_ code: Int32, _ operation: String) throws(UVError) {
+        if code < 0 { throw UVError(code: code, operation: operation) }
+    }
+}

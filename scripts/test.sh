@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets everything up and runs every test. With --tsan, runs the Reactor library's tests and the
+# libuv executor's under ThreadSanitizer instead, in a build folder of their own so that the two
+# builds do not undo each other.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+if [ "${1:-}" = "--tsan" ]; then
+    exec swift test --sanitize=thread --scratch-path .build-tsan --filter "ReactorTests|EventLoopExecutorTests"
+fi
+swift build --build-tests
+swift test
