@@ -17,6 +17,9 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let inbox = Mutex<[@Sendable () -> Void]>([])
     private let owner: pthread_t
+    /// Every connection on the loop reads into this one buffer: reads are handled synchronously, so
+    /// no connection needs a read buffer of its own.
+    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
     /// Creates a loop owned by the calling thread, which must be the one that calls `run()`.
     public init() throws(UVError) {
@@ -51,6 +54,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         uv_loop_close(loop)
         loop.deallocate()
         wakeup.deallocate()
+        readBuffer.deallocate()
     }
 
     public var isCurrent: Bool {

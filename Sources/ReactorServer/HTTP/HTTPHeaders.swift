@@ -1,0 +1,125 @@
+/// Header (or trailer) fields in arrival order.
+///
+/// All names and values live in one byte buffer with a small index of offsets, so assembling a
+/// request costs two allocations however many fields it has; Strings are only created when a
+/// field is looked up. Names compare ASCII-case-insensitively; values have surrounding
+/// whitespace removed.
+public struct HTTPHeaders: Sendable {
+    /// Offsets into `bytes`: the name is `start..<nameEnd`, the value `nameEnd..<end`.
+    struct Field: Hashable, Sendable {
+        var start: UInt32
+        var nameEnd: UInt32
+        var end: UInt32
+    }
+
+    private(set) var bytes: [UInt8]
+    private(set) var fields: [Field]
+
+    public init() {
+        bytes = []
+        fields = []
+    }
+
+    public init(_ pairs: [(name: String, value: String)]) {
+        self.init()
+        for (name, value) in pairs { append(name: name, value: value) }
+    }
+
+    init(bytes: [UInt8], fields: [Field]) {
+        self.bytes = bytes
+        self.fields = fields
+    }
+
+    public mutating func append(name: String, value: String) {
+        let start = UInt32(bytes.count)
+        bytes.append(contentsOf: name.utf8)
+        let nameEnd = UInt32(bytes.count)
+        bytes.append(contentsOf: value.utf8)
+        fields.append(Field(start: start, nameEnd: nameEnd, end: UInt32(bytes.count)))
+    }
+
+    // MARK: Lookup
+
+    /// The first value of `name`, or nil.
+    public subscript(name: String) -> String? {
+        firstValueBytes(name).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The first value of `name` without creating a String.
+    public func firstValueBytes(_ name: String) -> ArraySlice<UInt8>? {
+        guard let field = firstField(named: name) else { return nil }
+        return bytes[Int(field.nameEnd)..<Int(field.end)]
+    }
+
+    /// Every value of `name`, in order.
+    public func values(for name: String) -> [String] {
+        var name = name
+        return name.withUTF8 { wanted in
+            fields.compactMap { field in
+                nameMatches(field, wanted)
+                    ? String(decoding: bytes[Int(field.nameEnd)..<Int(field.end)], as: UTF8.self) : nil
+            }
+        }
+    }
+
+    public func contains(_ name: String) -> Bool {
+        firstField(named: name) != nil
+    }
+
+    /// Whether any value of `name`, read as a comma-separated list, holds `token`
+    /// (case-insensitively), as for `Connection: keep-alive, Upgrade`.
+    public func containsToken(_ token: String, in name: String) -> Bool {
+        var name = name
+        var token = token
+        return name.withUTF8 { wanted in
+            token.withUTF8 { token in
+                fields.contains { field in
+                    guard nameMatches(field, wanted) else { return false }
+                    return bytes[Int(field.nameEnd)..<Int(field.end)]
+                        .split(separator: UInt8(ascii: ","))
+                        .contains { HTTPASCII.caseInsensitiveEqual(HTTPASCII.trimmingWhitespace($0), token) }
+                }
+            }
+        }
+    }
+
+    private func firstField(named name: String) -> Field? {
+        var name = name
+        return name.withUTF8 { wanted in fields.first { nameMatches($0, wanted) } }
+    }
+
+    private func nameMatches(_ field: Field, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        Int(field.nameEnd - field.start) == wanted.count
+            && HTTPASCII.caseInsensitiveEqual(bytes[Int(field.start)..<Int(field.nameEnd)], wanted)
+    }
+}
+
+extension HTTPHeaders: RandomAccessCollection {
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { fields.count }
+
+    public subscript(position: Int) -> (name: String, value: String) {
+        let field = fields[position]
+        return (
+            String(decoding: bytes[Int(field.start)..<Int(field.nameEnd)], as: UTF8.self),
+            String(decoding: bytes[Int(field.nameEnd)..<Int(field.end)], as: UTF8.self)
+        )
+    }
+}
+
+extension HTTPHeaders: Equatable {
+    /// Same names (exact bytes) and values in the same order, however the storage is laid out.
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        guard lhs.fields.count == rhs.fields.count else { return false }
+        return zip(lhs.fields, rhs.fields).allSatisfy { l, r in
+            lhs.bytes[Int(l.start)..<Int(l.nameEnd)].elementsEqual(rhs.bytes[Int(r.start)..<Int(r.nameEnd)])
+                && lhs.bytes[Int(l.nameEnd)..<Int(l.end)].elementsEqual(rhs.bytes[Int(r.nameEnd)..<Int(r.end)])
+        }
+    }
+}
+
+extension HTTPHeaders: CustomStringConvertible {
+    public var description: String {
+        "[" + map { "\($0.name): \($0.value)" }.joined(separator: ", ") + "]"
+    }
+}

@@ -1,0 +1,39 @@
+/// Percent-decoding for the parts of a request-target (RFC 3986 §2.1).
+public enum HTTPPercentDecoding {
+    /// Decodes `%XX` escapes (and `+` as space for form-encoded queries). Malformed escapes are kept
+    /// literally rather than failing: a query value is data for the handler, not syntax for us.
+    /// Invalid UTF-8 after decoding becomes U+FFFD.
+    public static func decode(_ text: Substring, plusAsSpace: Bool) -> String {
+        let utf8 = text.utf8
+        guard utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) else {
+            return String(text)
+        }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(utf8.count)
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%"),
+                let high = utf8.index(index, offsetBy: 1, limitedBy: utf8.endIndex), high != utf8.endIndex,
+                let low = utf8.index(high, offsetBy: 1, limitedBy: utf8.endIndex), low != utf8.endIndex,
+                let h = hexValue(utf8[high]), let l = hexValue(utf8[low])
+            {
+                decoded.append(h << 4 | l)
+                index = utf8.index(after: low)
+                continue
+            }
+            decoded.append(plusAsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            index = utf8.index(after: index)
+        }
+        return String(decoding: decoded, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

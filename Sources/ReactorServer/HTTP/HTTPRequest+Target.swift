@@ -1,0 +1,49 @@
+/// Splitting the request-target into path and query. Both are computed on access from `target`
+/// so requests that never look at them pay nothing.
+extension HTTPRequest {
+    /// The path, still percent-encoded (decoding `%2F` would change its meaning). For an
+    /// absolute-form target (`http://host/p?q`) it is the part after the authority.
+    public var path: Substring {
+        var path = target[...]
+        if let query = path.firstIndex(of: "?") { path = path[..<query] }
+        guard !path.hasPrefix("/"), let schemeEnd = path.firstRange(of: "://") else { return path }
+        let authority = path[schemeEnd.upperBound...]
+        guard let slash = authority.firstIndex(of: "/") else { return "/" }
+        return authority[slash...]
+    }
+
+    /// Everything after the first `?`, without it; nil when there is no `?`.
+    public var query: Substring? {
+        guard let mark = target.firstIndex(of: "?") else { return nil }
+        return target[target.index(after: mark)...]
+    }
+
+    /// `a=b&c=d` pairs in order, percent-decoded with `+` as space. A pair without `=` has an
+    /// empty value; empty pairs (`a=1&&b=2`) are skipped.
+    public var queryItems: [HTTPQueryItem] {
+        guard let query else { return [] }
+        return query.split(separator: "&").map { pair in
+            let equals = pair.firstIndex(of: "=") ?? pair.endIndex
+            let value = equals == pair.endIndex ? pair[equals...] : pair[pair.index(after: equals)...]
+            return HTTPQueryItem(
+                name: HTTPPercentDecoding.decode(pair[..<equals], plusAsSpace: true),
+                value: HTTPPercentDecoding.decode(value, plusAsSpace: true)
+            )
+        }
+    }
+
+    /// The first value for `name` in the query.
+    public func queryValue(_ name: String) -> String? {
+        queryItems.first { $0.name == name }?.value
+    }
+}
+
+public struct HTTPQueryItem: Hashable, Sendable {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}

@@ -1,0 +1,249 @@
+import CUV
+
+/// Assembles HTTP/1.0 and HTTP/1.1 requests from the bytes of one connection, on llhttp.
+///
+/// Sans-I/O: give it bytes as they are read, take events out. One parser per connection, used
+/// from the connection's thread only (hence not Sendable).
+///
+///     var input = UnsafeRawBufferPointer(readBuffer)
+///     while let event = parser.next(from: &input) { ... }
+///
+/// `next(from:)` consumes input only up to the next event, so the caller decides when to go on
+/// (e.g. after answering `100 Continue`). Nothing is copied out of `input` except the bytes
+/// that end up in a request, so the read buffer can be reused as soon as the loop ends.
+///
+/// llhttp runs without any lenient flag. On top of it the parser rejects what llhttp 8.1
+/// tolerates but we do not want: header names that are not tokens, and versions other than
+/// 1.0/1.1.
+public final class HTTPRequestParser {
+    public enum Event: Equatable, Sendable {
+        /// The head of an HTTP/1.1 request that sent `Expect: 100-continue` and announced a body.
+        /// Answer `100 Continue` (or a final status) before the client sends the body; the
+        /// complete request follows as `.request`.
+        case expectsContinue(HTTPRequest)
+        case request(HTTPRequest)
+        /// An upgrade (e.g. WebSocket) or CONNECT request. `leftover` holds the input that
+        /// followed it; it and everything read later belong to the new protocol. The parser stops
+        /// here unless `declineUpgrade()` is called.
+        case upgrade(HTTPRequest, leftover: [UInt8])
+        /// The parser is dead from now on: answer `error.status` and close.
+        case error(HTTPParseError)
+    }
+
+    public enum State: Equatable, Sendable {
+        case parsing
+        /// After `.upgrade`: the connection speaks another protocol now.
+        case upgraded
+        /// After a request without keep-alive (RFC 9112 §9.6: no further requests may be
+        /// processed), or after `finish()`. Further input is ignored.
+        case closed
+        case failed(HTTPParseError)
+    }
+
+    public let limits: HTTPLimits
+    public private(set) var state: State = .parsing
+
+    // Heap-allocated: llhttp keeps pointers to both between calls, and a class's stored
+    // properties have no stable address. (Why the callbacks' state is not in this object at
+    // all is explained on HTTPRequestAssembly.)
+    private let llhttp: UnsafeMutablePointer<llhttp_t>
+    private let assembly: UnsafeMutablePointer<HTTPRequestAssembly>
+
+    private let maxBodyWireBytes: Int
+    private var bodyPending = false
+    // After resuming from a pause llhttp may have work left that needs no input (completing a
+    // bodiless message, or noting that one ended cleanly), so it runs once more even when the
+    // input is used up.
+    private var needsKick = false
+    private var upgradeKeepsAlive = false
+
+    /// Capacity reserved up front for a body of known length; larger bodies grow as they
+    /// arrive, so a client cannot make us hold a megabyte by merely announcing it.
+    private static let initialBodyCapacity = 16 * 1024
+
+    public init(limits: HTTPLimits = HTTPLimits()) {
+        self.limits = limits
+        // Chunked framing may cost as much again as the content, plus a head's worth for
+        // trailers and extensions; beyond that a client is only making us spin.
+        let (doubled, overflow1) = limits.maxBodyBytes.multipliedReportingOverflow(by: 2)
+        let (sum, overflow2) = doubled.addingReportingOverflow(limits.maxHeaderBytes)
+        maxBodyWireBytes = overflow1 || overflow2 ? .max : sum
+        assembly = .allocate(capacity: 1)
+        assembly.initialize(to: HTTPRequestAssembly(limits: limits))
+        llhttp = .allocate(capacity: 1)
+        llhttp_init(llhttp, HTTP_REQUEST, HTTPRequestAssembly.llhttpSettings)
+        llhttp.pointee.data = UnsafeMutableRawPointer(assembly)
+    }
+
+    deinit {
+        llhttp.deallocate()
+        assembly.deinitialize(count: 1)
+        assembly.deallocate()
+    }
+
+    // MARK: - Driving
+
+    /// Parses `input` up to the next event and advances `input` past the bytes used. Returns nil
+    /// when `input` is used up without completing anything (the parser keeps the partial
+    /// request). After `.error`, `.upgrade` or a request without keep-alive, the rest of `input`
+    /// is consumed and nil is returned from then on.
+    public func next(from input: inout UnsafeRawBufferPointer) -> Event? {
+        guard case .parsing = state else {
+            input = UnsafeRawBufferPointer(rebasing: input[input.endIndex...])
+            return nil
+        }
+        while !input.isEmpty || needsKick {
+            needsKick = false
+            let base = UnsafeRawPointer(input.baseAddress) ?? UnsafeRawPointer(kickByte)
+            assembly.pointee.pause = .none
+            assembly.pointee.executeBase = base
+            let code = llhttp_execute(llhttp, base.assumingMemoryBound(to: CChar.self), input.count)
+            assembly.pointee.executeBase = nil
+            let consumed = code == HPE_OK ? input.count : bytesConsumed(from: base, limit: input.count)
+            input = UnsafeRawBufferPointer(rebasing: input[consumed...])
+
+            // Wire limits first, so the same input gives the same error however it is split.
+            if let error = countWireBytes(consumed) ?? assembly.pointee.callbackError {
+                return fail(error, &input)
+            }
+            switch code {
+            case HPE_OK:
+                continue
+            case HPE_PAUSED where assembly.pointee.pause == .headersComplete:
+                llhttp_resume(llhttp)
+                if let error = headersCompleted() { return fail(error, &input) }
+                needsKick = true
+                if assembly.pointee.request.expectsContinue && bodyPending {
+                    return .expectsContinue(assembly.pointee.request)
+                }
+            case HPE_PAUSED:
+                llhttp_resume(llhttp)
+                needsKick = true
+                bodyPending = false
+                let complete = assembly.pointee.takeRequest()
+                if !complete.keepAlive { close(&input) }
+                return .request(complete)
+            case HPE_PAUSED_UPGRADE:
+                let leftover = [UInt8](input)
+                input = UnsafeRawBufferPointer(rebasing: input[input.endIndex...])
+                state = .upgraded
+                bodyPending = false
+                let complete = assembly.pointee.takeRequest()
+                upgradeKeepsAlive = complete.keepAlive
+                return .upgrade(complete, leftover: leftover)
+            default:
+                return fail(translate(code), &input)
+            }
+        }
+        return nil
+    }
+
+    /// Parses all of `input`, handing each event to `onEvent` as it comes.
+    public func feed(_ input: UnsafeRawBufferPointer, _ onEvent: (Event) -> Void) {
+        var input = input
+        while let event = next(from: &input) { onEvent(event) }
+    }
+
+    /// The peer will send no more (EOF on the read side). Returns `.error` if a request was cut
+    /// short, so the server can still answer 400 on a half-closed connection; nil otherwise.
+    public func finish() -> Event? {
+        guard case .parsing = state else { return nil }
+        var nothing = UnsafeRawBufferPointer(start: nil, count: 0)
+        if needsKick, let event = next(from: &nothing) { return event }
+        let code = llhttp_finish(llhttp)
+        guard code == HPE_OK else { return fail(translate(code), &nothing) }
+        close(&nothing)
+        return nil
+    }
+
+    /// Keeps speaking HTTP/1.1 after an `.upgrade` the server will not perform (e.g. an
+    /// `Upgrade: h2c` it ignores, RFC 9110 §7.8). Feed the event's `leftover` next.
+    public func declineUpgrade() {
+        precondition(state == .upgraded, "declineUpgrade() without a pending upgrade")
+        llhttp_resume_after_upgrade(llhttp)
+        state = .parsing
+        if !upgradeKeepsAlive {
+            var nothing = UnsafeRawBufferPointer(start: nil, count: 0)
+            close(&nothing)
+        }
+    }
+
+    /// Bytes of buffer capacity held for the request in progress (for tests of memory use).
+    var bufferedCapacity: Int { assembly.pointee.bufferedCapacity }
+
+    // MARK: - Between executions
+
+    private func bytesConsumed(from base: UnsafeRawPointer, limit: Int) -> Int {
+        guard let position = llhttp_get_error_pos(llhttp) else { return limit }
+        return min(max(UnsafeRawPointer(position) - base, 0), limit)
+    }
+
+    private func countWireBytes(_ consumed: Int) -> HTTPParseError? {
+        if assembly.pointee.inBody {
+            assembly.pointee.bodyWireBytes += consumed
+            return assembly.pointee.bodyWireBytes > maxBodyWireBytes ? .bodyTooLarge : nil
+        }
+        assembly.pointee.headWireBytes += consumed
+        return assembly.pointee.headWireBytes > limits.maxHeaderBytes ? .headersTooLarge : nil
+    }
+
+    /// Runs once the head has been parsed, before any of the body.
+    private func headersCompleted() -> HTTPParseError? {
+        let parser = llhttp.pointee
+        guard parser.http_major == 1, parser.http_minor <= 1 else { return .unsupportedVersion }
+        assembly.pointee.finishHead()
+        let version = parser.http_minor == 0 ? HTTPVersion.http1_0 : .http1_1
+        let flags = UInt32(parser.flags)
+        let hasLength = flags & F_CONTENT_LENGTH.rawValue != 0
+        // Refuse before the body arrives, so a 413 needs no reading of it.
+        if hasLength && parser.content_length > UInt64(limits.maxBodyBytes) { return .bodyTooLarge }
+        bodyPending = flags & F_CHUNKED.rawValue != 0 || (hasLength && parser.content_length > 0)
+
+        assembly.pointee.request.version = version
+        assembly.pointee.request.method = HTTPMethod(llhttpCode: parser.method)
+        assembly.pointee.request.isUpgrade = parser.upgrade == 1
+        // HTTP/1.0 clients do not know 100-continue; RFC 9110 §10.1.1 says to ignore it then.
+        assembly.pointee.request.expectsContinue = version == .http1_1 && assembly.pointee.sawExpectContinue
+        if hasLength && parser.content_length > 0 {
+            let capacity = Int(min(parser.content_length, UInt64(Self.initialBodyCapacity)))
+            assembly.pointee.request.body.reserveCapacity(capacity)
+        }
+        return nil
+    }
+
+    private func fail(_ error: HTTPParseError, _ input: inout UnsafeRawBufferPointer) -> Event {
+        state = .failed(error)
+        release(&input)
+        return .error(error)
+    }
+
+    private func close(_ input: inout UnsafeRawBufferPointer) {
+        state = .closed
+        release(&input)
+    }
+
+    private func release(_ input: inout UnsafeRawBufferPointer) {
+        input = UnsafeRawBufferPointer(rebasing: input[input.endIndex...])
+        assembly.pointee.releaseBuffers()
+    }
+
+    private func translate(_ code: llhttp_errno_t) -> HTTPParseError {
+        switch code {
+        case HPE_INVALID_METHOD:
+            return .unsupportedMethod
+        case HPE_PAUSED_H2_UPGRADE:
+            return .unsupportedVersion
+        // llhttp uses this code for junk after a good version too; that is a syntax error.
+        case HPE_INVALID_VERSION where !(llhttp.pointee.http_major == 1 && llhttp.pointee.http_minor <= 1):
+            return .unsupportedVersion
+        default:
+            return .malformed(
+                name: String(cString: llhttp_errno_name(code)),
+                reason: llhttp_get_error_reason(llhttp).map { String(cString: $0) } ?? ""
+            )
+        }
+    }
+}
+
+/// A valid address for executing llhttp on no input (it never reads it then).
+nonisolated(unsafe) private let kickByte = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)

@@ -1,0 +1,149 @@
+import CUV
+
+/// What a TCP connection reports, on the loop thread.
+public protocol TCPConnectionDelegate: AnyObject {
+    /// Bytes arrived. They are valid only during the call (the loop reuses one read buffer).
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer)
+    /// The peer closed its side, or the connection failed; `close()` follows by itself.
+    func connectionDidEnd(_ connection: TCPConnection)
+    /// Every byte written so far has reached the kernel.
+    func connectionDidDrain(_ connection: TCPConnection)
+}
+
+/// One accepted TCP connection: reads into the loop's shared buffer, writes without copying when the
+/// kernel takes the bytes at once, and keeps a copy only of what it could not take.
+public final class TCPConnection {
+    let handle: UnsafeMutablePointer<uv_tcp_t>
+    let loop: EventLoop
+    public weak var delegate: TCPConnectionDelegate?
+    /// Bytes handed to `write` that the kernel has not taken yet.
+    public private(set) var queuedBytes = 0
+    public private(set) var isClosed = false
+    private var isReading = false
+
+    static func makeHandle(loop: EventLoop) -> UnsafeMutablePointer<uv_tcp_t> {
+        let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+        uv_tcp_init(loop.loop, handle)
+        return handle
+    }
+
+    init(loop: EventLoop, handle: UnsafeMutablePointer<uv_tcp_t>) {
+        self.loop = loop
+        self.handle = handle
+        // The handle keeps its connection alive until libuv has closed it.
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+    }
+
+    /// Starts delivering reads to the delegate.
+    public func startReading() {
+        guard !isReading, !isClosed else { return }
+        isReading = true
+        uv_read_start(handle.stream, { handle, _, buffer in
+            let loop = TCPConnection.from(handle!.pointee.data).loop
+            buffer!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readBuffer.count))
+        }, { stream, count, buffer in
+            let connection = TCPConnection.from(stream!.pointee.data)
+            if count > 0 {
+                connection.delegate?.connection(connection, didRead: UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
+            } else if count < 0 {
+                connection.delegate?.connectionDidEnd(connection)
+                connection.close()
+            }
+        })
+    }
+
+    /// Stops delivering reads (backpressure: the kernel buffers, then the peer waits).
+    public func stopReading() {
+        guard isReading, !isClosed else { return }
+        isReading = false
+        uv_read_stop(handle.stream)
+    }
+
+    /// Writes `bytes` after everything written before.
+    public func write(_ bytes: UnsafeRawBufferPointer) {
+        guard !isClosed, !bytes.isEmpty else { return }
+        var offset = 0
+        if queuedBytes == 0 {
+            var buffer = uv_buf_init(UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
+            let written = uv_try_write(handle.stream, &buffer, 1)
+            if written == Int32(bytes.count) { return }
+            if written > 0 { offset = Int(written) } else if written != Int32(UV_EAGAIN.rawValue) {
+                close()
+                return
+            }
+        }
+        let request = WriteRequest(copying: UnsafeRawBufferPointer(rebasing: bytes[offset...]), connection: self)
+        queuedBytes += request.count
+        request.start(on: handle.stream)
+    }
+
+    public func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { write($0) }
+    }
+
+    /// Closes the connection; queued writes are dropped. Safe to call more than once.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        uv_close(handle.handle) { closed in
+            let connection = Unmanaged<TCPConnection>.fromOpaque(closed!.pointee.data)
+            closed!.deallocate()
+            connection.release()
+        }
+    }
+
+    /// Closes after every queued byte has been written (a response followed by `Connection: close`).
+    public func closeAfterWriting() {
+        guard !isClosed else { return }
+        if queuedBytes == 0 { close() } else { closeWhenDrained = true }
+    }
+
+    private var closeWhenDrained = false
+
+    fileprivate func didWrite(_ count: Int, status: Int32) {
+        queuedBytes -= count
+        if status < 0 {
+            close()
+            return
+        }
+        if queuedBytes == 0 {
+            if closeWhenDrained { close() } else { delegate?.connectionDidDrain(self) }
+        }
+    }
+
+    static func from(_ pointer: UnsafeMutableRawPointer?) -> TCPConnection {
+        Unmanaged<TCPConnection>.fromOpaque(pointer!).takeUnretainedValue()
+    }
+}
+
+/// A uv_write in flight, with the copy of the bytes the kernel did not take at once.
+private final class WriteRequest {
+    let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
+    let storage: UnsafeMutableRawBufferPointer
+    let connection: TCPConnection
+    var count: Int { storage.count }
+
+    init(copying bytes: UnsafeRawBufferPointer, connection: TCPConnection) {
+        storage = .allocate(byteCount: bytes.count, alignment: 1)
+        storage.copyMemory(from: bytes)
+        self.connection = connection
+    }
+
+    deinit {
+        storage.deallocate()
+        request.deallocate()
+    }
+
+    func start(on stream: UnsafeMutablePointer<uv_stream_t>) {
+        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        var buffer = uv_buf_init(storage.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(storage.count))
+        let status = uv_write(request, stream, &buffer, 1) { request, status in
+            let write = Unmanaged<WriteRequest>.fromOpaque(request!.pointee.data).takeRetainedValue()
+            write.connection.didWrite(write.count, status: status)
+        }
+        if status < 0 {
+            Unmanaged.passUnretained(self).release()
+            connection.didWrite(count, status: status)
+        }
+    }
+}

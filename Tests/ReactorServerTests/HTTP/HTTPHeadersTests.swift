@@ -1,0 +1,55 @@
+import XCTest
+
+@testable import ReactorServer
+
+/// Header lookup: case-insensitive, ordered, whitespace-trimmed, no surprises with duplicates.
+final class HTTPHeadersTests: XCTestCase, HTTPParserTesting {
+    private func request() throws -> HTTPRequest {
+        try XCTUnwrap(onlyRequest(parseAllWays(
+            "GET / HTTP/1.1\r\nHost: example.com\r\nX-Multi: one\r\nCONTENT-type: text/plain \t\r\n"
+                + "x-multi:two\r\nConnection: keep-alive, Upgrade\r\nX-Empty:\r\nX-Caret^: c\r\n\r\n")))
+    }
+
+    func testLookupIgnoresCase() throws {
+        let headers = try request().headers
+        XCTAssertEqual(headers["host"], "example.com")
+        XCTAssertEqual(headers["HOST"], "example.com")
+        XCTAssertEqual(headers["Content-Type"], "text/plain")
+        XCTAssertNil(headers["Hos"])
+        XCTAssertNil(headers["Hostx"])
+        XCTAssertTrue(headers.contains("x-EMPTY"))
+        XCTAssertFalse(headers.contains("x-missing"))
+    }
+
+    func testCaseFoldingIsOnlyForLetters() throws {
+        // '^' and '~' differ only in bit 0x20, like 'a' and 'A'; they must not match.
+        let headers = try request().headers
+        XCTAssertEqual(headers["x-caret^"], "c")
+        XCTAssertNil(headers["x-caret~"])
+    }
+
+    func testOrderDuplicatesAndTrimming() throws {
+        let headers = try request().headers
+        XCTAssertEqual(headers.map(\.name), ["Host", "X-Multi", "CONTENT-type", "x-multi", "Connection", "X-Empty", "X-Caret^"])
+        XCTAssertEqual(headers.values(for: "X-MULTI"), ["one", "two"])
+        XCTAssertEqual(headers["x-multi"], "one")
+        XCTAssertEqual(headers["x-empty"], "")
+        XCTAssertEqual(headers.firstValueBytes("content-type").map(Array.init), bytes("text/plain"))
+    }
+
+    func testTokenLists() throws {
+        let headers = try request().headers
+        XCTAssertTrue(headers.containsToken("upgrade", in: "connection"))
+        XCTAssertTrue(headers.containsToken("Keep-Alive", in: "Connection"))
+        XCTAssertFalse(headers.containsToken("close", in: "connection"))
+        XCTAssertFalse(headers.containsToken("websocket", in: "connection"))
+    }
+
+    func testBuiltHeadersEqualParsedOnes() throws {
+        let built = HTTPHeaders([("Host", "a"), ("X", "1")])
+        let parsed = try XCTUnwrap(onlyRequest(parseAllWays("GET / HTTP/1.1\r\nHost: a\r\nX:  1 \r\n\r\n"))).headers
+        XCTAssertEqual(built, parsed)
+        XCTAssertNotEqual(HTTPHeaders([("Host", "a"), ("X", "2")]), parsed)
+        XCTAssertNotEqual(HTTPHeaders([("host", "a"), ("X", "1")]), parsed)
+    }
+}

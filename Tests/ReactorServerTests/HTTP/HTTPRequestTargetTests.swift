@@ -1,0 +1,57 @@
+import XCTest
+
+@testable import ReactorServer
+
+/// Path and query as handlers see them.
+final class HTTPRequestTargetTests: XCTestCase, HTTPParserTesting {
+    func testQueryItemsArePercentDecodedWithPlusAsSpace() throws {
+        let request = try XCTUnwrap(onlyRequest(parseAllWays(
+            "GET /search?q=caf%C3%A9+au+lait&empty=&flag&&a=1&a=2&sp%20ace=x%2By&bad=%zz%4 HTTP/1.1\r\n\r\n")))
+        XCTAssertEqual(request.path, "/search")
+        XCTAssertEqual(request.query, "q=caf%C3%A9+au+lait&empty=&flag&&a=1&a=2&sp%20ace=x%2By&bad=%zz%4")
+        XCTAssertEqual(request.queryItems, [
+            HTTPQueryItem(name: "q", value: "café au lait"),
+            HTTPQueryItem(name: "empty", value: ""),
+            HTTPQueryItem(name: "flag", value: ""),
+            HTTPQueryItem(name: "a", value: "1"),
+            HTTPQueryItem(name: "a", value: "2"),
+            HTTPQueryItem(name: "sp ace", value: "x+y"),
+            HTTPQueryItem(name: "bad", value: "%zz%4"),
+        ])
+        XCTAssertEqual(request.queryValue("a"), "1")
+        XCTAssertNil(request.queryValue("missing"))
+    }
+
+    func testValueMayContainEquals() {
+        XCTAssertEqual(HTTPRequest(target: "/?k=a=b").queryItems, [HTTPQueryItem(name: "k", value: "a=b")])
+    }
+
+    func testPathStaysEncoded() {
+        let request = HTTPRequest(target: "/files/a%2Fb%20c?x=1")
+        XCTAssertEqual(request.path, "/files/a%2Fb%20c")
+        XCTAssertEqual(HTTPPercentDecoding.decode(request.path, plusAsSpace: false), "/files/a/b c")
+    }
+
+    func testNoQuery() {
+        let request = HTTPRequest(target: "/plain")
+        XCTAssertEqual(request.path, "/plain")
+        XCTAssertNil(request.query)
+        XCTAssertEqual(request.queryItems, [])
+        XCTAssertEqual(HTTPRequest(target: "/plain?").query, "")
+    }
+
+    func testAbsoluteAsteriskAndAuthorityForms() {
+        XCTAssertEqual(HTTPRequest(target: "http://example.com/a/b?c=d").path, "/a/b")
+        XCTAssertEqual(HTTPRequest(target: "http://example.com/a/b?c=d").queryValue("c"), "d")
+        XCTAssertEqual(HTTPRequest(target: "HTTPS://example.com").path, "/")
+        XCTAssertEqual(HTTPRequest(target: "http://example.com?x").path, "/")
+        XCTAssertEqual(HTTPRequest(target: "*").path, "*")
+        XCTAssertEqual(HTTPRequest(target: "example.com:443").path, "example.com:443")
+        XCTAssertEqual(HTTPRequest(target: "/redirect?to=http://x/").path, "/redirect")
+    }
+
+    func testNonASCIITargetBytesSurvive() throws {
+        let request = try XCTUnwrap(onlyRequest(parseAllWays(Array("GET /caf".utf8) + [0xC3, 0xA9] + Array(" HTTP/1.1\r\n\r\n".utf8))))
+        XCTAssertEqual(request.path, "/café")
+    }
+}
