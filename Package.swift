@@ -12,6 +12,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     ],
     targets: [
         // The C seam: libuv (event loop), llhttp (HTTP parser) and OpenSSL's libcrypto (SHA-1, HMAC).
@@ -27,6 +28,7 @@ let package = Package(
             dependencies: [
                 "Reactor", "CUV",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
             ]
         ),
         .executableTarget(

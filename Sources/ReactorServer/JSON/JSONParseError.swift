@@ -1,0 +1,27 @@
+/// Why and where a JSON text was rejected.
+///
+/// `description` reads like "expected ':' after object key at line 3, column 7",
+/// so it can be returned to a client as is.
+public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was wrong, without the position.
+    public var message: String
+    /// Byte offset of the offending byte in the input (the input's length
+    /// when the input ended too early).
+    public var offset: Int
+    /// 1-based line; lines are separated by "\n".
+    public var line: Int
+    /// 1-based column, counted in Unicode scalars so that it matches what an
+    /// editor shows for non-ASCII text.
+    public var column: Int
+
+    public init(message: String, offset: Int, line: Int, column: Int) {
+        self.message = message
+        self.offset = offset
+        self.line = line
+        self.column = column
+    }
+
+    public var description: String {
+        "\(message) at line \(line), column \(column)"
+    }
+}

@@ -1,0 +1,588 @@
+/// A strict RFC 8259 parser working directly on UTF-8 bytes.
+///
+/// Strict means: no trailing commas, no leading zeros, no comments, no byte
+/// order mark, no unescaped control characters in strings, no invalid UTF-8,
+/// no unpaired surrogate escapes, nothing but whitespace after the value, and
+/// no number so large that it would become infinity.
+public struct JSONParser: Sendable {
+    /// What to do when an object repeats a key. RFC 8259 leaves it open.
+    public enum DuplicateKeyPolicy: Sendable, Hashable {
+        /// The last value wins and keeps the position of the first
+        /// occurrence, as JavaScript's `JSON.parse` does.
+        case keepLast
+        /// The document is rejected.
+        case reject
+    }
+
+    /// Maximum nesting of arrays and objects. Bounds the recursion of the
+    /// parser and of every recursive algorithm run on the result later.
+    public var maxDepth: Int
+    public var duplicateKeys: DuplicateKeyPolicy
+
+    public init(maxDepth: Int = 512, duplicateKeys: DuplicateKeyPolicy = .keepLast) {
+        self.maxDepth = maxDepth
+        self.duplicateKeys = duplicateKeys
+    }
+
+    public func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw JSONParseError(
+                message: "unexpected end of input, expected a JSON value",
+                offset: 0, line: 1, column: 1)
+        }
+        var reader = JSONByteReader(
+            base: base.assumingMemoryBound(to: UInt8.self),
+            count: bytes.count,
+            maxDepth: maxDepth,
+            rejectsDuplicateKeys: duplicateKeys == .reject)
+        return try reader.parseDocument()
+    }
+
+    public func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSON {
+        // `withUnsafeBytes` only rethrows untyped errors; a Result carries
+        // the typed one across.
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(JSONParseError) -> JSON in try parse(raw) }
+        }
+        return try result.get()
+    }
+
+    public func parse(_ text: String) throws(JSONParseError) -> JSON {
+        var text = text
+        let result = text.withUTF8 { utf8 in
+            Result { () throws(JSONParseError) -> JSON in try parse(UnsafeRawBufferPointer(utf8)) }
+        }
+        return try result.get()
+    }
+}
+
+extension JSON {
+    /// Parses UTF-8 JSON text with the default parser settings.
+    public init(parsing bytes: [UInt8]) throws(JSONParseError) {
+        self = try JSONParser().parse(bytes)
+    }
+
+    /// Parses UTF-8 JSON text with the default parser settings.
+    public init(parsing bytes: UnsafeRawBufferPointer) throws(JSONParseError) {
+        self = try JSONParser().parse(bytes)
+    }
+
+    /// Parses JSON text with the default parser settings.
+    public init(parsing text: String) throws(JSONParseError) {
+        self = try JSONParser().parse(text)
+    }
+}
+
+// MARK: - Byte-level recursive descent
+
+private enum ASCII {
+    static let quote: UInt8 = 0x22
+    static let backslash: UInt8 = 0x5C
+    static let slash: UInt8 = 0x2F
+    static let comma: UInt8 = 0x2C
+    static let colon: UInt8 = 0x3A
+    static let openBracket: UInt8 = 0x5B
+    static let closeBracket: UInt8 = 0x5D
+    static let openBrace: UInt8 = 0x7B
+    static let closeBrace: UInt8 = 0x7D
+    static let minus: UInt8 = 0x2D
+    static let plus: UInt8 = 0x2B
+    static let dot: UInt8 = 0x2E
+    static let zero: UInt8 = 0x30
+    static let nine: UInt8 = 0x39
+    static let lowerE: UInt8 = 0x65
+    static let upperE: UInt8 = 0x45
+    static let lowerU: UInt8 = 0x75
+    static let space: UInt8 = 0x20
+    static let tab: UInt8 = 0x09
+    static let newline: UInt8 = 0x0A
+    static let carriageReturn: UInt8 = 0x0D
+}
+
+/// The parser's cursor over the input. The input outlives the reader (it is
+/// only used inside `JSONParser.parse`), so raw pointer access is safe and
+/// avoids bounds-check and retain traffic on the hot path.
+private struct JSONByteReader {
+    let base: UnsafePointer<UInt8>
+    let count: Int
+    let maxDepth: Int
+    let rejectsDuplicateKeys: Bool
+    var position = 0
+    /// Reused buffer for strings containing escapes, so decoding them costs
+    /// one String creation rather than one append per character.
+    var scratch: [UInt8] = []
+
+    init(base: UnsafePointer<UInt8>, count: Int, maxDepth: Int, rejectsDuplicateKeys: Bool) {
+        self.base = base
+        self.count = count
+        self.maxDepth = maxDepth
+        self.rejectsDuplicateKeys = rejectsDuplicateKeys
+    }
+
+    mutating func parseDocument() throws(JSONParseError) -> JSON {
+        if count >= 3, base[0] == 0xEF, base[1] == 0xBB, base[2] == 0xBF {
+            throw error("a byte order mark is not allowed", at: 0)
+        }
+        skipWhitespace()
+        let value = try parseValue(depth: 0)
+        skipWhitespace()
+        if position < count {
+            throw error("unexpected \(describeByte(at: position)) after the JSON value", at: position)
+        }
+        return value
+    }
+
+    // MARK: Values
+
+    mutating func parseValue(depth: Int) throws(JSONParseError) -> JSON {
+        guard position < count else {
+            throw expected("a JSON value")
+        }
+        switch base[position] {
+        case ASCII.openBrace:
+            return try parseObject(depth: depth + 1)
+        case ASCII.openBracket:
+            return try parseArray(depth: depth + 1)
+        case ASCII.quote:
+            return .string(try parseString())
+        case ASCII.minus, ASCII.zero...ASCII.nine:
+            return try parseNumber()
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
+        default:
+            throw error("unexpected \(describeByte(at: position)), expected a JSON value", at: position)
+        }
+    }
+
+    mutating func parseObject(depth: Int) throws(JSONParseError) -> JSON {
+        if depth > maxDepth {
+            throw error("nesting depth exceeds the maximum of \(maxDepth)", at: position)
+        }
+        position += 1  // '{'
+        skipWhitespace()
+        var members = JSON.Object()
+        if position < count, base[position] == ASCII.closeBrace {
+            position += 1
+            return .object(members)
+        }
+        while true {
+            guard position < count, base[position] == ASCII.quote else {
+                throw expected("'\"' to start an object key")
+            }
+            let keyOffset = position
+            let key = try parseString()
+            skipWhitespace()
+            guard position < count, base[position] == ASCII.colon else {
+                throw expected("':' after object key")
+            }
+            position += 1
+            skipWhitespace()
+            let value = try parseValue(depth: depth)
+            if members.updateValue(value, forKey: key) != nil, rejectsDuplicateKeys {
+                throw error("duplicate key \"\(key)\" in object", at: keyOffset)
+            }
+            skipWhitespace()
+            guard position < count else {
+                throw expected("',' or '}' after object member")
+            }
+            switch base[position] {
+            case ASCII.comma:
+                let commaOffset = position
+                position += 1
+                skipWhitespace()
+                if position < count, base[position] == ASCII.closeBrace {
+                    throw error("trailing comma before '}' is not allowed", at: commaOffset)
+                }
+            case ASCII.closeBrace:
+                position += 1
+                return .object(members)
+            default:
+                throw expected("',' or '}' after object member")
+            }
+        }
+    }
+
+    mutating func parseArray(depth: Int) throws(JSONParseError) -> JSON {
+        if depth > maxDepth {
+            throw error("nesting depth exceeds the maximum of \(maxDepth)", at: position)
+        }
+        position += 1  // '['
+        skipWhitespace()
+        var elements: [JSON] = []
+        if position < count, base[position] == ASCII.closeBracket {
+            position += 1
+            return .array(elements)
+        }
+        while true {
+            elements.append(try parseValue(depth: depth))
+            skipWhitespace()
+            guard position < count else {
+                throw expected("',' or ']' after array element")
+            }
+            switch base[position] {
+            case ASCII.comma:
+                let commaOffset = position
+                position += 1
+                skipWhitespace()
+                if position < count, base[position] == ASCII.closeBracket {
+                    throw error("trailing comma before ']' is not allowed", at: commaOffset)
+                }
+            case ASCII.closeBracket:
+                position += 1
+                return .array(elements)
+            default:
+                throw expected("',' or ']' after array element")
+            }
+        }
+    }
+
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let length = literal.utf8CodeUnitCount
+        let start = position
+        let literalBytes = literal.utf8Start
+        var matched = 0
+        while matched < length, start + matched < count, base[start + matched] == literalBytes[matched] {
+            matched += 1
+        }
+        guard matched == length else {
+            throw error("invalid literal, expected '\(literal)'", at: start)
+        }
+        position += length
+    }
+
+    // MARK: Numbers
+
+    mutating func parseNumber() throws(JSONParseError) -> JSON {
+        let start = position
+        let negative = base[position] == ASCII.minus
+        if negative { position += 1 }
+        guard position < count, isDigit(base[position]) else {
+            throw expected("a digit after '-'")
+        }
+        let digitsStart = position
+        if base[position] == ASCII.zero {
+            position += 1
+            if position < count, isDigit(base[position]) {
+                throw error("leading zeros are not allowed in numbers", at: start)
+            }
+        } else {
+            while position < count, isDigit(base[position]) { position += 1 }
+        }
+        let digitsEnd = position
+        var isInteger = true
+        if position < count, base[position] == ASCII.dot {
+            isInteger = false
+            position += 1
+            guard position < count, isDigit(base[position]) else {
+                throw expected("a digit after the decimal point")
+            }
+            while position < count, isDigit(base[position]) { position += 1 }
+        }
+        if position < count, base[position] == ASCII.lowerE || base[position] == ASCII.upperE {
+            isInteger = false
+            position += 1
+            if position < count, base[position] == ASCII.plus || base[position] == ASCII.minus {
+                position += 1
+            }
+            guard position < count, isDigit(base[position]) else {
+                throw expected("a digit in the exponent")
+            }
+            while position < count, isDigit(base[position]) { position += 1 }
+        }
+
+        if isInteger {
+            // "-0" has no Int64 form; as a double it keeps its sign through a
+            // parse/serialize round trip.
+            if negative, digitsEnd - digitsStart == 1, base[digitsStart] == ASCII.zero {
+                return .number(-0.0)
+            }
+            if let value = integerValue(digitsStart: digitsStart, digitsEnd: digitsEnd, negative: negative) {
+                return .integer(value)
+            }
+        }
+        let text = String(decoding: UnsafeBufferPointer(start: base + start, count: position - start), as: UTF8.self)
+        guard let value = Double(text), value.isFinite else {
+            throw error("number \(text) is out of range", at: start)
+        }
+        return .number(value)
+    }
+
+    /// The digits as an Int64, or nil when they overflow it. Accumulating
+    /// negatively lets Int64.min parse exactly.
+    func integerValue(digitsStart: Int, digitsEnd: Int, negative: Bool) -> Int64? {
+        var value: Int64 = 0
+        if digitsEnd - digitsStart <= 18 {
+            // 18 digits always fit, so the checks can be skipped.
+            for index in digitsStart..<digitsEnd {
+                value = value &* 10 &+ Int64(base[index] &- ASCII.zero)
+            }
+            return negative ? -value : value
+        }
+        for index in digitsStart..<digitsEnd {
+            let digit = Int64(base[index] &- ASCII.zero)
+            let (shifted, overflowA) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflowB) = negative
+                ? shifted.subtractingReportingOverflow(digit)
+                : shifted.addingReportingOverflow(digit)
+            if overflowA || overflowB { return nil }
+            value = next
+        }
+        return value
+    }
+
+    @inline(__always)
+    func isDigit(_ byte: UInt8) -> Bool {
+        byte &- ASCII.zero < 10
+    }
+
+    // MARK: Strings
+
+    /// Parses a string starting at its opening quote.
+    mutating func parseString() throws(JSONParseError) -> String {
+        let quoteOffset = position
+        position += 1
+        let start = position
+        // Fast path: no escapes, so the bytes between the quotes are the
+        // string's UTF-8 as is.
+        while position < count {
+            let byte = base[position]
+            if byte == ASCII.quote {
+                let string = String(
+                    decoding: UnsafeBufferPointer(start: base + start, count: position - start),
+                    as: UTF8.self)
+                position += 1
+                return string
+            }
+            if byte == ASCII.backslash {
+                return try parseEscapedString(contentStart: start, quoteOffset: quoteOffset)
+            }
+            if byte < ASCII.space {
+                throw controlCharacterError(byte)
+            }
+            if byte < 0x80 {
+                position += 1
+            } else {
+                try skipUTF8Sequence()
+            }
+        }
+        throw error("unterminated string", at: quoteOffset)
+    }
+
+    /// Slow path: decodes into `scratch`, starting with the plain bytes the
+    /// fast path already checked.
+    mutating func parseEscapedString(contentStart: Int, quoteOffset: Int) throws(JSONParseError) -> String {
+        scratch.removeAll(keepingCapacity: true)
+        var runStart = contentStart
+        while position < count {
+            let byte = base[position]
+            if byte == ASCII.quote || byte == ASCII.backslash {
+                scratch.append(contentsOf: UnsafeBufferPointer(start: base + runStart, count: position - runStart))
+                if byte == ASCII.quote {
+                    position += 1
+                    return String(decoding: scratch, as: UTF8.self)
+                }
+                try parseEscape()
+                runStart = position
+            } else if byte < ASCII.space {
+                throw controlCharacterError(byte)
+            } else if byte < 0x80 {
+                position += 1
+            } else {
+                try skipUTF8Sequence()
+            }
+        }
+        throw error("unterminated string", at: quoteOffset)
+    }
+
+    /// Decodes the escape at `position` (a backslash) into `scratch`.
+    mutating func parseEscape() throws(JSONParseError) {
+        let escapeOffset = position
+        guard position + 1 < count else {
+            position = count
+            throw expected("an escape character after '\\'")
+        }
+        let escaped = base[position + 1]
+        position += 2
+        switch escaped {
+        case ASCII.quote, ASCII.backslash, ASCII.slash:
+            scratch.append(escaped)
+        case UInt8(ascii: "b"): scratch.append(0x08)
+        case UInt8(ascii: "f"): scratch.append(0x0C)
+        case UInt8(ascii: "n"): scratch.append(0x0A)
+        case UInt8(ascii: "r"): scratch.append(0x0D)
+        case UInt8(ascii: "t"): scratch.append(0x09)
+        case ASCII.lowerU:
+            let unit = try parseHexQuad(escapeOffset: escapeOffset)
+            let scalarValue: UInt32
+            switch unit {
+            case 0xD800...0xDBFF:
+                let lowOffset = position
+                guard position + 1 < count, base[position] == ASCII.backslash, base[position + 1] == ASCII.lowerU else {
+                    throw error("unpaired high surrogate \\u\(hex4(unit)) in string", at: escapeOffset)
+                }
+                position += 2
+                let low = try parseHexQuad(escapeOffset: lowOffset)
+                guard (0xDC00...0xDFFF).contains(low) else {
+                    throw error("unpaired high surrogate \\u\(hex4(unit)) in string", at: escapeOffset)
+                }
+                scalarValue = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
+            case 0xDC00...0xDFFF:
+                throw error("unpaired low surrogate \\u\(hex4(unit)) in string", at: escapeOffset)
+            default:
+                scalarValue = UInt32(unit)
+            }
+            // Surrogates were excluded above, so the value is a valid scalar.
+            let scalar = Unicode.Scalar(scalarValue)!
+            UTF8.encode(scalar) { scratch.append($0) }
+        default:
+            throw error("invalid escape sequence \(describeEscape(escaped)) in string", at: escapeOffset)
+        }
+    }
+
+    mutating func parseHexQuad(escapeOffset: Int) throws(JSONParseError) -> UInt16 {
+        var value: UInt16 = 0
+        for _ in 0..<4 {
+            guard position < count, let digit = hexDigitValue(base[position]) else {
+                throw error("invalid \\u escape: expected 4 hexadecimal digits", at: escapeOffset)
+            }
+            value = value << 4 | UInt16(digit)
+            position += 1
+        }
+        return value
+    }
+
+    func hexDigitValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case ASCII.zero...ASCII.nine: return byte - ASCII.zero
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// Checks one multi-byte UTF-8 sequence at `position` per RFC 3629
+    /// (no overlong forms, no surrogates, nothing above U+10FFFF) and skips it.
+    mutating func skipUTF8Sequence() throws(JSONParseError) {
+        let lead = base[position]
+        let length: Int
+        var secondLow: UInt8 = 0x80
+        var secondHigh: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF:
+            length = 2
+        case 0xE0:
+            length = 3
+            secondLow = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF:
+            length = 3
+        case 0xED:
+            length = 3
+            secondHigh = 0x9F
+        case 0xF0:
+            length = 4
+            secondLow = 0x90
+        case 0xF1...0xF3:
+            length = 4
+        case 0xF4:
+            length = 4
+            secondHigh = 0x8F
+        default:
+            throw error("invalid UTF-8 byte 0x\(hex2(lead)) in string", at: position)
+        }
+        for offset in 1..<length {
+            let index = position + offset
+            guard index < count else {
+                throw error("truncated UTF-8 sequence in string", at: position)
+            }
+            let byte = base[index]
+            let low = offset == 1 ? secondLow : 0x80
+            let high = offset == 1 ? secondHigh : 0xBF
+            guard byte >= low, byte <= high else {
+                throw error("invalid UTF-8 sequence in string", at: position)
+            }
+        }
+        position += length
+    }
+
+    // MARK: Whitespace
+
+    @inline(__always)
+    mutating func skipWhitespace() {
+        while position < count {
+            switch base[position] {
+            case ASCII.space, ASCII.newline, ASCII.carriageReturn, ASCII.tab:
+                position += 1
+            default:
+                return
+            }
+        }
+    }
+
+    // MARK: Errors
+
+    /// An error for "wanted X here": at the end of input it says so, since
+    /// pointing at a position past the last byte is otherwise confusing.
+    func expected(_ what: String) -> JSONParseError {
+        if position >= count {
+            return error("unexpected end of input, expected \(what)", at: count)
+        }
+        return error("expected \(what)", at: position)
+    }
+
+    func controlCharacterError(_ byte: UInt8) -> JSONParseError {
+        error("unescaped control character U+00\(hex2(byte)) in string", at: position)
+    }
+
+    /// Line and column are computed only here, on failure, so the hot path
+    /// never tracks them.
+    func error(_ message: String, at offset: Int) -> JSONParseError {
+        var line = 1
+        var column = 1
+        var index = 0
+        let end = min(offset, count)
+        while index < end {
+            let byte = base[index]
+            if byte == ASCII.newline {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+            index += 1
+        }
+        return JSONParseError(message: message, offset: offset, line: line, column: column)
+    }
+
+    func describeByte(at offset: Int) -> String {
+        guard offset < count else { return "end of input" }
+        let byte = base[offset]
+        if byte > ASCII.space, byte < 0x7F {
+            return "character '\(Character(Unicode.Scalar(byte)))'"
+        }
+        return "byte 0x\(hex2(byte))"
+    }
+
+    func describeEscape(_ byte: UInt8) -> String {
+        if byte > ASCII.space, byte < 0x7F {
+            return "'\\\(Character(Unicode.Scalar(byte)))'"
+        }
+        return "'\\' followed by byte 0x\(hex2(byte))"
+    }
+}
+
+private let hexDigits: [Character] = Array("0123456789ABCDEF")
+
+private func hex2(_ byte: UInt8) -> String {
+    String([hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+}
+
+private func hex4(_ unit: UInt16) -> String {
+    hex2(UInt8(unit >> 8)) + hex2(UInt8(unit & 0xFF))
+}

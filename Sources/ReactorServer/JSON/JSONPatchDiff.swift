@@ -1,0 +1,97 @@
+extension JSONPatch {
+    /// A patch that turns `source` into `target`:
+    /// `JSONPatch.applying(diff(from: a, to: b), to: a) == b` always holds.
+    ///
+    /// Objects are compared member by member, so a change deep inside a
+    /// large state costs one small operation. Arrays are aligned by trimming
+    /// their common prefix and suffix; the differing middle is diffed
+    /// element by element, then grown with "add" or shrunk with "remove".
+    /// This is not a minimal edit script (a reordering becomes a series of
+    /// replacements) but it is linear and correct. Member order is not
+    /// diffed, since `JSON` equality ignores it.
+    public static func diff(from source: JSON, to target: JSON) -> [JSONPatchOperation] {
+        var builder = JSONDiffBuilder()
+        builder.diff(source, target)
+        return builder.operations
+    }
+}
+
+private struct JSONDiffBuilder {
+    var operations: [JSONPatchOperation] = []
+    /// Tokens of the location being compared; pushed and popped while
+    /// recursing so pointers are built only when an operation is emitted.
+    var path: [String] = []
+
+    var pointer: JSONPointer { JSONPointer(tokens: path) }
+
+    func pointer(appending token: String) -> JSONPointer {
+        JSONPointer(tokens: path + [token])
+    }
+
+    mutating func diff(_ source: JSON, _ target: JSON) {
+        switch (source, target) {
+        case let (.object(old), .object(new)):
+            diffObjects(old, new, whole: target)
+        case let (.array(old), .array(new)):
+            diffArrays(old, new)
+        default:
+            if source != target {
+                operations.append(.replace(path: pointer, value: target))
+            }
+        }
+    }
+
+    mutating func diffObjects(_ old: JSON.Object, _ new: JSON.Object, whole target: JSON) {
+        // With no key in common, per-member operations would only be a
+        // longer spelling of one replacement.
+        if !old.isEmpty, !new.isEmpty, !old.keys.contains(where: { new[$0] != nil }) {
+            operations.append(.replace(path: pointer, value: target))
+            return
+        }
+        for key in old.keys where new[key] == nil {
+            operations.append(.remove(path: pointer(appending: key)))
+        }
+        for (key, value) in new {
+            if let oldValue = old[key] {
+                path.append(key)
+                diff(oldValue, value)
+                path.removeLast()
+            } else {
+                operations.append(.add(path: pointer(appending: key), value: value))
+            }
+        }
+    }
+
+    mutating func diffArrays(_ old: [JSON], _ new: [JSON]) {
+        var prefix = 0
+        let shorter = min(old.count, new.count)
+        while prefix < shorter, old[prefix] == new[prefix] {
+            prefix += 1
+        }
+        var suffix = 0
+        while suffix < shorter - prefix, old[old.count - 1 - suffix] == new[new.count - 1 - suffix] {
+            suffix += 1
+        }
+        let oldMiddle = old.count - prefix - suffix
+        let newMiddle = new.count - prefix - suffix
+        let paired = min(oldMiddle, newMiddle)
+
+        for offset in 0..<paired {
+            let index = prefix + offset
+            path.append(String(index))
+            diff(old[index], new[index])
+            path.removeLast()
+        }
+        if oldMiddle > newMiddle {
+            // Highest index first, so each removal leaves the indices of the
+            // ones still to come unchanged.
+            for index in stride(from: prefix + oldMiddle - 1, through: prefix + newMiddle, by: -1) {
+                operations.append(.remove(path: pointer(appending: String(index))))
+            }
+        } else {
+            for index in (prefix + oldMiddle)..<(prefix + newMiddle) {
+                operations.append(.add(path: pointer(appending: String(index)), value: new[index]))
+            }
+        }
+    }
+}

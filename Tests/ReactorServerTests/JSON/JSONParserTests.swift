@@ -1,0 +1,302 @@
+import ReactorServer
+import XCTest
+
+final class JSONParserTests: XCTestCase {
+    // MARK: Accepted documents
+
+    func testParsesScalarsAtTopLevel() throws {
+        XCTAssertEqual(try JSON(parsing: "null"), .null)
+        XCTAssertEqual(try JSON(parsing: "true"), .bool(true))
+        XCTAssertEqual(try JSON(parsing: "false"), .bool(false))
+        XCTAssertEqual(try JSON(parsing: "\"x\""), .string("x"))
+        XCTAssertEqual(try JSON(parsing: "42"), .integer(42))
+        XCTAssertEqual(try JSON(parsing: " \t\r\n 7 \n"), .integer(7))
+    }
+
+    func testParsesNestedStructure() throws {
+        let value = try JSON(parsing: #"{"a":[1,{"b":null,"c":[true,false]}],"d":{},"e":[],"":0}"#)
+        let expected: JSON = [
+            "a": [1, ["b": nil, "c": [true, false]]],
+            "d": [:],
+            "e": [],
+            "": 0,
+        ]
+        XCTAssertEqual(value, expected)
+        XCTAssertEqual(value.objectValue.map { Array($0.keys) }, ["a", "d", "e", ""])
+    }
+
+    func testParsesFromRawBuffer() throws {
+        let bytes = Array(#"{"k":[1,2]}"#.utf8)
+        let value = try bytes.withUnsafeBytes { raw in try JSON(parsing: raw) }
+        XCTAssertEqual(value, ["k": [1, 2]])
+    }
+
+    func testKeepsInsertionOrderOfMembers() throws {
+        let value = try JSON(parsing: #"{"z":1,"a":2,"m":3}"#)
+        XCTAssertEqual(value.objectValue.map { Array($0.keys) }, ["z", "a", "m"])
+    }
+
+    func testDuplicateKeysKeepLastValueAtFirstPositionByDefault() throws {
+        let value = try JSON(parsing: #"{"a":1,"b":2,"a":3}"#)
+        XCTAssertEqual(value.jsonString, #"{"a":3,"b":2}"#)
+    }
+
+    func testDuplicateKeysCanBeRejected() throws {
+        let error = expectParseError(#"{"a":1,"a":2}"#, parser: JSONParser(duplicateKeys: .reject))
+        XCTAssertEqual(error?.message, #"duplicate key "a" in object"#)
+        XCTAssertEqual(error?.offset, 7)
+    }
+
+    // MARK: Numbers
+
+    func testIntegersThatFitInt64AreExact() throws {
+        XCTAssertEqual(try JSON(parsing: "0"), .integer(0))
+        XCTAssertEqual(try JSON(parsing: "-1"), .integer(-1))
+        XCTAssertEqual(try JSON(parsing: "123456789012345678"), .integer(123_456_789_012_345_678))
+        XCTAssertEqual(try JSON(parsing: "9223372036854775807"), .integer(.max))
+        XCTAssertEqual(try JSON(parsing: "-9223372036854775808"), .integer(.min))
+        guard case .integer = try JSON(parsing: "9223372036854775807") else {
+            return XCTFail("Int64.max must stay an integer")
+        }
+    }
+
+    func testIntegersBeyondInt64BecomeDoubles() throws {
+        guard case .number(let above) = try JSON(parsing: "9223372036854775808") else {
+            return XCTFail("expected a double")
+        }
+        XCTAssertEqual(above, 9_223_372_036_854_775_808.0)
+        guard case .number(let below) = try JSON(parsing: "-9223372036854775809") else {
+            return XCTFail("expected a double")
+        }
+        XCTAssertEqual(below, -9_223_372_036_854_775_809.0)
+        guard case .number(let huge) = try JSON(parsing: "1" + String(repeating: "0", count: 30)) else {
+            return XCTFail("expected a double")
+        }
+        XCTAssertEqual(huge, 1e30)
+    }
+
+    func testFractionsAndExponentsAreDoubles() throws {
+        XCTAssertEqual(try JSON(parsing: "1.5"), .number(1.5))
+        XCTAssertEqual(try JSON(parsing: "-123.456e-7"), .number(-123.456e-7))
+        XCTAssertEqual(try JSON(parsing: "1E2"), .number(100))
+        XCTAssertEqual(try JSON(parsing: "1e+2"), .number(100))
+        XCTAssertEqual(try JSON(parsing: "0.1"), .number(0.1))
+        guard case .number(let value) = try JSON(parsing: "1.0") else {
+            return XCTFail("1.0 must stay a double, so it serializes back as 1.0")
+        }
+        XCTAssertEqual(value, 1.0)
+    }
+
+    func testNegativeZeroKeepsItsSign() throws {
+        guard case .number(let value) = try JSON(parsing: "-0") else {
+            return XCTFail("-0 must be a double")
+        }
+        XCTAssertEqual(value, 0)
+        XCTAssertEqual(value.sign, .minus)
+        XCTAssertEqual(try JSON(parsing: "-0"), .integer(0), "-0 equals 0 by value")
+    }
+
+    func testOverflowingNumbersAreRejected() {
+        let error = expectParseError("[1e400]")
+        XCTAssertEqual(error?.message, "number 1e400 is out of range")
+        XCTAssertEqual(error?.offset, 1)
+        XCTAssertEqual(expectParseError("-1e309")?.message, "number -1e309 is out of range")
+    }
+
+    func testUnderflowingNumbersBecomeZero() throws {
+        XCTAssertEqual(try JSON(parsing: "1e-400"), .number(0))
+    }
+
+    // MARK: Strings
+
+    func testDecodesEscapes() throws {
+        let value = try JSON(parsing: #""a\"b\\c\/d\be\ff\ng\rh\ti\u0041\u00e9\u20AC""#)
+        XCTAssertEqual(value, .string("a\"b\\c/d\u{8}e\u{C}f\ng\rh\tiAé€"))
+    }
+
+    func testDecodesEscapedNul() throws {
+        XCTAssertEqual(try JSON(parsing: #""\u0000""#), .string("\u{0}"))
+    }
+
+    func testDecodesSurrogatePairs() throws {
+        XCTAssertEqual(try JSON(parsing: #""\uD834\uDD1E""#), .string("𝄞"))
+        XCTAssertEqual(try JSON(parsing: #""x\ud83d\ude00y""#), .string("x😀y"))
+        XCTAssertEqual(try JSON(parsing: #""\uDBFF\uDFFF""#), .string("\u{10FFFF}"))
+    }
+
+    func testAcceptsRawMultibyteUTF8() throws {
+        XCTAssertEqual(try JSON(parsing: "\"é€😀\u{2028}\u{7F}\""), .string("é€😀\u{2028}\u{7F}"))
+        XCTAssertEqual(try JSON(parsing: "{\"ключ\":\"значение\"}"), ["ключ": "значение"])
+    }
+
+    func testEscapesMixedWithRawText() throws {
+        XCTAssertEqual(try JSON(parsing: #""héllo\nwörld\t😀 \"q\"""#), .string("héllo\nwörld\t😀 \"q\""))
+    }
+
+    // MARK: Rejected documents (in the spirit of JSONTestSuite's n_ cases)
+
+    func testRejectsInvalidDocuments() {
+        let cases: [(input: [UInt8], message: String)] = [
+            (bytes("[1,]"), "trailing comma before ']' is not allowed"),
+            (bytes(#"{"a":1,}"#), "trailing comma before '}' is not allowed"),
+            (bytes("[01]"), "leading zeros are not allowed in numbers"),
+            (bytes("[-01]"), "leading zeros are not allowed in numbers"),
+            (bytes("[00.5]"), "leading zeros are not allowed in numbers"),
+            (bytes("[\"a\tb\"]"), "unescaped control character U+0009 in string"),
+            (bytes("[\"a\nb\"]"), "unescaped control character U+000A in string"),
+            ([0x22, 0x00, 0x22], "unescaped control character U+0000 in string"),
+            (bytes(#"["\x"]"#), #"invalid escape sequence '\x' in string"#),
+            (bytes(#"["\'"]"#), #"invalid escape sequence '\'' in string"#),
+            (bytes(#"["\u12"]"#), #"invalid \u escape: expected 4 hexadecimal digits"#),
+            (bytes(#"["\uZZZZ"]"#), #"invalid \u escape: expected 4 hexadecimal digits"#),
+            (bytes(#"["\uD800"]"#), #"unpaired high surrogate \uD800 in string"#),
+            (bytes(#"["\uD800\u0041"]"#), #"unpaired high surrogate \uD800 in string"#),
+            (bytes(#"["\uD800\n"]"#), #"unpaired high surrogate \uD800 in string"#),
+            (bytes(#"["\uDC00"]"#), #"unpaired low surrogate \uDC00 in string"#),
+            ([0x22, 0xFF, 0x22], "invalid UTF-8 byte 0xFF in string"),
+            ([0x22, 0x80, 0x22], "invalid UTF-8 byte 0x80 in string"),
+            ([0x22, 0xC0, 0x80, 0x22], "invalid UTF-8 byte 0xC0 in string"),
+            ([0x22, 0xE0, 0x80, 0x80, 0x22], "invalid UTF-8 sequence in string"),
+            ([0x22, 0xED, 0xA0, 0x80, 0x22], "invalid UTF-8 sequence in string"),
+            ([0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], "invalid UTF-8 sequence in string"),
+            ([0x22, 0xE2, 0x82], "truncated UTF-8 sequence in string"),
+            ([0x22, 0xC3, 0x22], "invalid UTF-8 sequence in string"),
+            ([0xFF], "unexpected byte 0xFF, expected a JSON value"),
+            (bytes("[1] x"), "unexpected character 'x' after the JSON value"),
+            (bytes("{} {}"), "unexpected character '{' after the JSON value"),
+            (bytes("[1]]"), "unexpected character ']' after the JSON value"),
+            ([0x5B, 0x31, 0x5D, 0x00], "unexpected byte 0x00 after the JSON value"),
+            (bytes(""), "unexpected end of input, expected a JSON value"),
+            (bytes("   "), "unexpected end of input, expected a JSON value"),
+            (bytes("[1 2]"), "expected ',' or ']' after array element"),
+            (bytes(#"{"a" 1}"#), "expected ':' after object key"),
+            (bytes(#"{"a":1 "b":2}"#), "expected ',' or '}' after object member"),
+            (bytes("{a:1}"), "expected '\"' to start an object key"),
+            (bytes("{'a':1}"), "expected '\"' to start an object key"),
+            (bytes("[,1]"), "unexpected character ',', expected a JSON value"),
+            (bytes(#"{"a":1,,"b":2}"#), "expected '\"' to start an object key"),
+            (bytes("[.5]"), "unexpected character '.', expected a JSON value"),
+            (bytes("[+1]"), "unexpected character '+', expected a JSON value"),
+            (bytes("[1.]"), "expected a digit after the decimal point"),
+            (bytes("[1.e5]"), "expected a digit after the decimal point"),
+            (bytes("[1e]"), "expected a digit in the exponent"),
+            (bytes("[1e+]"), "expected a digit in the exponent"),
+            (bytes("[-]"), "expected a digit after '-'"),
+            (bytes("[-a]"), "expected a digit after '-'"),
+            (bytes("[0x10]"), "expected ',' or ']' after array element"),
+            (bytes("[NaN]"), "unexpected character 'N', expected a JSON value"),
+            (bytes("[Infinity]"), "unexpected character 'I', expected a JSON value"),
+            (bytes("[tru]"), "invalid literal, expected 'true'"),
+            (bytes("[nul]"), "invalid literal, expected 'null'"),
+            (bytes("[fals"), "invalid literal, expected 'false'"),
+            (bytes("[True]"), "unexpected character 'T', expected a JSON value"),
+            (bytes("\"abc"), "unterminated string"),
+            (bytes("\"abc\\"), "unexpected end of input, expected an escape character after '\\'"),
+            (bytes("["), "unexpected end of input, expected a JSON value"),
+            (bytes("[1"), "unexpected end of input, expected ',' or ']' after array element"),
+            (bytes(#"{"a":1"#), "unexpected end of input, expected ',' or '}' after object member"),
+            (bytes(#"{"a""#), "unexpected end of input, expected ':' after object key"),
+            (bytes("{"), "unexpected end of input, expected '\"' to start an object key"),
+            (bytes("/* comment */ []"), "unexpected character '/', expected a JSON value"),
+            (bytes("[1]\u{0C}"), "unexpected byte 0x0C after the JSON value"),
+            ([0xEF, 0xBB, 0xBF] + bytes("[]"), "a byte order mark is not allowed"),
+        ]
+        XCTAssertGreaterThanOrEqual(cases.count, 30)
+        for (input, message) in cases {
+            let error = expectParseError(input)
+            XCTAssertEqual(error?.message, message, "input \(String(decoding: input, as: UTF8.self).debugDescription)")
+        }
+    }
+
+    // MARK: Error positions
+
+    func testReportsLineAndColumnOfMissingColon() {
+        let error = expectParseError("{\n  \"a\": 1,\n  \"b\" 2\n}")
+        XCTAssertEqual(error?.description, "expected ':' after object key at line 3, column 7")
+        XCTAssertEqual(error?.offset, 18)
+    }
+
+    func testReportsLineAndColumnOfMissingComma() {
+        let error = expectParseError("{\n  \"a\": 1\n  \"b\": 2\n}")
+        XCTAssertEqual(error?.description, "expected ',' or '}' after object member at line 3, column 3")
+    }
+
+    func testReportsTrailingCommaAtTheComma() {
+        let error = expectParseError("[\n  1,\n  2,\n]")
+        XCTAssertEqual(error?.description, "trailing comma before ']' is not allowed at line 3, column 4")
+    }
+
+    func testCountsColumnsInScalarsNotBytes() {
+        let error = expectParseError("[\"é€\", x]")
+        XCTAssertEqual(error?.line, 1)
+        XCTAssertEqual(error?.column, 8)
+        XCTAssertEqual(error?.offset, 10)
+    }
+
+    func testReportsEndOfInputPosition() {
+        let error = expectParseError("[1,\n")
+        XCTAssertEqual(error?.description, "unexpected end of input, expected a JSON value at line 2, column 1")
+        XCTAssertEqual(error?.offset, 4)
+    }
+
+    func testReportsUnterminatedStringAtItsOpeningQuote() {
+        let error = expectParseError("{\"a\":\n  \"never closed}")
+        XCTAssertEqual(error?.description, "unterminated string at line 2, column 3")
+    }
+
+    // MARK: Nesting
+
+    func testAcceptsNestingUpToTheLimit() throws {
+        let depth = 512
+        let text = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        var value = try JSON(parsing: text)
+        var levels = 0
+        while case .array(let elements) = value {
+            levels += 1
+            value = elements.first ?? .null
+        }
+        XCTAssertEqual(levels, depth)
+    }
+
+    func testRejectsNestingBeyondTheLimit() {
+        let text = String(repeating: "[", count: 513) + String(repeating: "]", count: 513)
+        let error = expectParseError(text)
+        XCTAssertEqual(error?.message, "nesting depth exceeds the maximum of 512")
+        XCTAssertEqual(error?.offset, 512)
+    }
+
+    func testDepthLimitIsConfigurableAndCountsObjects() throws {
+        let parser = JSONParser(maxDepth: 3)
+        XCTAssertEqual(try parser.parse(#"{"a":[{}]}"#), ["a": [[:]]])
+        let error = expectParseError(#"{"a":[{"b":[]}]}"#, parser: parser)
+        XCTAssertEqual(error?.message, "nesting depth exceeds the maximum of 3")
+        XCTAssertEqual(error?.offset, 11)
+    }
+
+    func testDeepDocumentWithinLimitDoesNotOverflowTheStack() throws {
+        let text = String(repeating: #"{"a":["#, count: 256) + String(repeating: "]}", count: 256)
+        let value = try JSON(parsing: text)
+        XCTAssertEqual(try JSON(parsing: value.jsonString), value)
+    }
+
+    // MARK: Round trip
+
+    func testParseSerializeParseRoundTrip() throws {
+        let texts = [
+            #"{"name":"reactor","version":3,"ratio":0.25,"tags":["a","b"],"nested":{"deep":[null,true,false,-0.0]}}"#,
+            #"["\u0000\u001f\"\\/\b\f\n\r\t","é😀\u2028"]"#,
+            "[1e300,-1e-300,123456789.123,9223372036854775807,-9223372036854775808,1.0]",
+        ]
+        for text in texts {
+            let first = try JSON(parsing: text)
+            let serialized = first.jsonBytes
+            let second = try JSON(parsing: serialized)
+            XCTAssertEqual(first, second)
+            XCTAssertEqual(second.jsonBytes, serialized, "serialization must be stable")
+        }
+    }
+
+    private func bytes(_ text: String) -> [UInt8] {
+        Array(text.utf8)
+    }
+}

@@ -1,0 +1,71 @@
+import ReactorServer
+import XCTest
+
+final class JSONValueTests: XCTestCase {
+    func testNumbersCompareByValueAcrossIntegerAndDouble() {
+        XCTAssertEqual(JSON.integer(1), JSON.number(1.0))
+        XCTAssertEqual(JSON.number(-0.0), JSON.integer(0))
+        XCTAssertNotEqual(JSON.integer(1), JSON.number(1.5))
+        XCTAssertNotEqual(JSON.integer(1), JSON.string("1"))
+        XCTAssertNotEqual(JSON.integer(1), JSON.bool(true))
+    }
+
+    func testLargeIntegersAreNotEqualToTheirRoundedDouble() {
+        let twoTo53: Int64 = 9_007_199_254_740_992
+        XCTAssertEqual(JSON.integer(twoTo53), JSON.number(9_007_199_254_740_992.0))
+        XCTAssertNotEqual(JSON.integer(twoTo53 + 1), JSON.number(9_007_199_254_740_992.0))
+        XCTAssertNotEqual(JSON.integer(.max), JSON.number(9_223_372_036_854_775_808.0))
+    }
+
+    func testObjectEqualityIgnoresMemberOrder() throws {
+        let a = try parsedJSON(#"{"x":1,"y":[1,2]}"#)
+        let b = try parsedJSON(#"{"y":[1,2],"x":1}"#)
+        XCTAssertEqual(a, b)
+        XCTAssertEqual(a.hashValue, b.hashValue)
+        XCTAssertNotEqual(a, try parsedJSON(#"{"x":1,"y":[2,1]}"#), "array order matters")
+        XCTAssertNotEqual(a, try parsedJSON(#"{"x":1}"#))
+        XCTAssertNotEqual(a, try parsedJSON(#"{"x":1,"z":[1,2]}"#))
+    }
+
+    func testEqualValuesHashEqually() {
+        let pairs: [(JSON, JSON)] = [
+            (.integer(3), .number(3.0)),
+            (.number(-0.0), .integer(0)),
+            (["a": 1, "b": 2.0], ["b": 2, "a": 1.0]),
+            ([1, [2.0]], [1.0, [2]]),
+        ]
+        for (a, b) in pairs {
+            XCTAssertEqual(a, b)
+            XCTAssertEqual(a.hashValue, b.hashValue, "\(a) and \(b)")
+        }
+        let set: Set<JSON> = [.integer(3), .number(3.0), .number(3.5)]
+        XCTAssertEqual(set.count, 2)
+    }
+
+    func testAccessors() throws {
+        let value = try parsedJSON(#"{"b":true,"i":5,"d":2.5,"whole":4.0,"s":"x","a":[1],"o":{},"n":null}"#)
+        XCTAssertEqual(value["b"]?.boolValue, true)
+        XCTAssertEqual(value["i"]?.int64Value, 5)
+        XCTAssertEqual(value["whole"]?.int64Value, 4)
+        XCTAssertNil(value["d"]?.int64Value)
+        XCTAssertEqual(value["d"]?.doubleValue, 2.5)
+        XCTAssertEqual(value["i"]?.doubleValue, 5)
+        XCTAssertEqual(value["s"]?.stringValue, "x")
+        XCTAssertEqual(value["a"]?.arrayValue, [1])
+        XCTAssertEqual(value["o"]?.objectValue?.count, 0)
+        XCTAssertEqual(value["n"]?.isNull, true)
+        XCTAssertNil(value["missing"])
+        XCTAssertEqual(value["a"]?[0], 1)
+        XCTAssertNil(value["a"]?[1])
+        XCTAssertNil(value["a"]?[-1])
+        XCTAssertNil(value["s"]?["x"])
+        XCTAssertNil(value["s"]?.boolValue)
+        XCTAssertEqual(value.typeName, "object")
+        XCTAssertEqual(value["d"]?.typeName, "number")
+    }
+
+    func testLiterals() {
+        let value: JSON = ["n": nil, "b": false, "i": 1, "d": 1.5, "s": "t", "a": [1, "2"]]
+        XCTAssertEqual(value.jsonString, #"{"n":null,"b":false,"i":1,"d":1.5,"s":"t","a":[1,"2"]}"#)
+    }
+}
