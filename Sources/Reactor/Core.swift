@@ -72,14 +72,36 @@ public final class Core<StateType: State>: @unchecked Sendable {
     /// Fires `event` at the state. The seed's fire-and-forget form.
     @inlinable
     public func fire(event: Event) {
-        submit(.event(event, nil))
+        submit(.event(event, origin: nil, nil))
     }
 
     /// Fires `event`; `completion` runs on the executor with the version the event produced,
     /// or with the error an interceptor or the state rejected it with (the state is then unchanged).
     @inlinable
     public func fire(event: Event, completion: @escaping @Sendable (Result<UInt64, any Error>) -> Void) {
-        submit(.event(event, completion))
+        submit(.event(event, origin: nil, completion))
+    }
+
+    /// Fires `event` on behalf of `origin` (who or what fired it, such as a server's authenticated
+    /// client), which interceptors see; `completion` as in `fire(event:completion:)`.
+    @inlinable
+    public func fire(event: Event, origin: (any Sendable)?, completion: @escaping @Sendable (Result<UInt64, any Error>) -> Void) {
+        submit(.event(event, origin: origin, completion))
+    }
+
+    /// Fires several events in one job, so that nothing else is applied between them.
+    ///
+    /// `.allOrNothing`: if any event is rejected, none is applied and the completion gets a
+    /// `BatchRejection` naming it. `.prune`: the accepted events are applied and the rejected ones
+    /// reported. Either way every applied event takes its own version, and middleware and subscribers
+    /// see each event's own state, as if the events had been fired one by one.
+    public func fire(
+        events: [any Event],
+        mode: BatchMode,
+        origin: (any Sendable)? = nil,
+        completion: @escaping @Sendable (Result<BatchOutcome, BatchRejection>) -> Void
+    ) {
+        submit(.perform { [self] in applyBatch(events, mode: mode, origin: origin, completion: completion) })
     }
 
     /// Fires `event` and returns the version it produced, or throws why it was rejected.
@@ -87,7 +109,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
     /// made from async code.)
     public func fireAndWait(event: Event) async throws -> UInt64 {
         try await withCheckedThrowingContinuation { continuation in
-            submit(.event(event, { continuation.resume(with: $0) }))
+            submit(.event(event, origin: nil, { continuation.resume(with: $0) }))
         }
     }
 
@@ -211,7 +233,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     @usableFromInline
     enum Job: Sendable {
-        case event(any Event, (@Sendable (Result<UInt64, any Error>) -> Void)?)
+        case event(any Event, origin: (any Sendable)?, (@Sendable (Result<UInt64, any Error>) -> Void)?)
         case perform(@Sendable () -> Void)
     }
 
@@ -244,22 +266,77 @@ public final class Core<StateType: State>: @unchecked Sendable {
         switch job {
         case .perform(let body):
             body()
-        case .event(let event, let completion):
+        case .event(let event, let origin, let completion):
             do {
-                for (_, interceptor) in interceptors {
-                    try interceptor.intercept(event: event, state: current)
-                }
-                try current.apply(event)
+                try admit(event, origin: origin)
             } catch {
                 completion?(.failure(error))
                 return
             }
-            currentVersion += 1
-            for (_, middleware) in middlewares {
-                middleware.process(event: event, state: current, version: currentVersion)
-            }
-            notifyObservers()
+            publishApplied(event)
             completion?(.success(currentVersion))
+        }
+    }
+
+    /// Runs the interceptors, then applies `event` to the current state; throws, with the state
+    /// unchanged, if either rejects it.
+    @inlinable
+    func admit(_ event: Event, origin: (any Sendable)?) throws {
+        for (_, interceptor) in interceptors {
+            try interceptor.intercept(event: event, state: current, origin: origin)
+        }
+        try current.apply(event)
+    }
+
+    /// Gives the event just applied its version and shows it to middleware and observers.
+    @inlinable
+    func publishApplied(_ event: Event) {
+        currentVersion += 1
+        for (_, middleware) in middlewares {
+            middleware.process(event: event, state: current, version: currentVersion)
+        }
+        notifyObservers()
+    }
+
+    func applyBatch(
+        _ events: [any Event],
+        mode: BatchMode,
+        origin: (any Sendable)?,
+        completion: @Sendable (Result<BatchOutcome, BatchRejection>) -> Void
+    ) {
+        switch mode {
+        case .prune:
+            var rejected: [BatchRejection] = []
+            for (index, event) in events.enumerated() {
+                do {
+                    try admit(event, origin: origin)
+                    publishApplied(event)
+                } catch {
+                    rejected.append(BatchRejection(index: index, error: error))
+                }
+            }
+            completion(.success(BatchOutcome(version: currentVersion, applied: events.count - rejected.count, rejected: rejected)))
+        case .allOrNothing:
+            // Apply everything first, keeping each intermediate state, and publish only once all
+            // were accepted: a rejection restores the state as it was and nobody saw anything.
+            let before = current
+            var states: [StateType] = []
+            states.reserveCapacity(events.count)
+            for (index, event) in events.enumerated() {
+                do {
+                    try admit(event, origin: origin)
+                    states.append(current)
+                } catch {
+                    current = before
+                    completion(.failure(BatchRejection(index: index, error: error)))
+                    return
+                }
+            }
+            for (event, state) in zip(events, states) {
+                current = state
+                publishApplied(event)
+            }
+            completion(.success(BatchOutcome(version: currentVersion, applied: events.count, rejected: [])))
         }
     }
 

@@ -23,6 +23,16 @@ public protocol Interceptor<StateType>: Sendable {
 
     /// Throws to reject `event`: the state is not changed and whoever fired it gets the error.
     func intercept(event: Event, state: StateType) throws
+
+    /// As `intercept(event:state:)`, with the origin the event was fired with (nil when fired
+    /// without one). The default forwards to `intercept(event:state:)`.
+    func intercept(event: Event, state: StateType, origin: (any Sendable)?) throws
+}
+
+extension Interceptor {
+    public func intercept(event: Event, state: StateType, origin: (any Sendable)?) throws {
+        try intercept(event: event, state: state)
+    }
 }
 
 /// Identifies something added to a core after its creation (a middleware, an interceptor, a feedback),

@@ -1,0 +1,67 @@
+import Reactor
+
+/// Maps each event `"type"` the server accepts to the decoder of its fields.
+///
+/// An event on the wire is a JSON object `{"type": "...", ...fields}`. Decoders get the whole object.
+public struct EventRegistry<StateType: State>: Sendable {
+    public typealias Decoder = @Sendable (JSON) throws -> any Event
+
+    private var decoders: [String: Decoder] = [:]
+
+    public init() {}
+
+    /// Accepts events of `type`, built by `decode` from the event's JSON object. A decoder throws
+    /// `EventDecodingError.invalidFields` (or any error, reported as its description) for bad fields.
+    public mutating func register(_ type: String, decode: @escaping Decoder) {
+        decoders[type] = decode
+    }
+
+    /// Accepts events of `type` decoded by their `Decodable` conformance (the `"type"` member is ignored).
+    public mutating func register<E: Event & Decodable>(_ event: E.Type, as type: String) {
+        decoders[type] = { json in try json.decode(E.self) }
+    }
+
+    /// The accepted types, sorted, for error messages and docs.
+    public var knownTypes: [String] { decoders.keys.sorted() }
+
+    /// Decodes one event from its JSON object.
+    public func decode(_ json: JSON) throws(EventDecodingError) -> any Event {
+        guard case .object(let members) = json else {
+            throw .notAnObject(found: json.typeName)
+        }
+        guard let typeValue = members["type"] else { throw .missingType }
+        guard case .string(let type) = typeValue else { throw .typeNotAString(found: typeValue.typeName) }
+        guard let decode = decoders[type] else { throw .unknownType(type, known: knownTypes) }
+        do {
+            return try decode(json)
+        } catch let error as EventDecodingError {
+            throw error
+        } catch {
+            throw .invalidFields(type: type, reason: "\(error)")
+        }
+    }
+}
+
+/// Why an event could not be decoded; the server answers 422 with the detail.
+public enum EventDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+    case notAnObject(found: String)
+    case missingType
+    case typeNotAString(found: String)
+    case unknownType(String, known: [String])
+    case invalidFields(type: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .notAnObject(let found):
+            "an event must be a JSON object with a \"type\" member, not \(found)"
+        case .missingType:
+            "the event has no \"type\" member"
+        case .typeNotAString(let found):
+            "the event's \"type\" must be a string, not \(found)"
+        case .unknownType(let type, let known):
+            "unknown event type \"\(type)\"; known types: \(known.joined(separator: ", "))"
+        case .invalidFields(let type, let reason):
+            "invalid \"\(type)\" event: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import Reactor
+
+/// A state the server can host: it leaves the server as JSON (reads, subscriptions, snapshots).
+/// Events arrive through the state's `EventRegistry`.
+public protocol HostedState: State {
+    /// The events the server accepts for this state, by their `"type"`.
+    static var eventRegistry: EventRegistry<Self> { get }
+
+    /// The state as JSON. The server asks once per version and keeps the answer.
+    func jsonValue() throws -> JSON
+}
+
+extension HostedState where Self: Encodable {
+    /// Typed Swift states encode through their `Encodable` conformance.
+    public func jsonValue() throws -> JSON {
+        try JSON(encoding: self)
+    }
+}
+
+/// Why an event was refused by the state it was fired at; the server answers 422 (or 409 for a
+/// failed precondition such as a JSON Patch `test`), and the state is unchanged.
+public struct EventRejection: Error, Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        /// The event cannot apply to the state as it is (wrong type at a path, a missing member).
+        case invalid
+        /// A precondition the event carried does not hold (optimistic concurrency).
+        case conflict
+    }
+
+    public let kind: Kind
+    public let reason: String
+
+    public init(_ reason: String, kind: Kind = .invalid) {
+        self.kind = kind
+        self.reason = reason
+    }
+}
