@@ -1,4 +1,5 @@
 import CUV
+import Foundation
 import Logging
 
 /// The process around a server: its loop on the calling thread, stopped cleanly by SIGINT or SIGTERM.
@@ -6,25 +7,27 @@ public final class Daemon {
     public let loop: EventLoop
     private let logger: Logger
 
-    /// Creates the loop on the calling thread, which `runUntilSignalled()` must run on.
+    /// Creates the loop on the calling thread, which `run` must run on.
     public init(logger: Logger) throws {
         self.logger = logger
         loop = try EventLoop()
     }
 
-    /// Runs the loop until SIGINT or SIGTERM.
-    public func runUntilSignalled() {
-        let watcher: SignalWatcher
-        do {
-            watcher = try SignalWatcher(loop: loop, signals: [SIGINT, SIGTERM]) { [loop, logger] signal in
-                logger.notice("stopping", metadata: ["signal": "\(signal == SIGINT ? "SIGINT" : "SIGTERM")"])
-                loop.stop()
+    /// Runs the loop until SIGINT or SIGTERM. The first signal calls `stop`, which calls its
+    /// completion once everything in flight is done; a second signal exits at once.
+    public func run(stop: @escaping (_ completion: @escaping () -> Void) -> Void) throws {
+        var stopping = false
+        let watcher = try SignalWatcher(loop: loop, signals: [SIGINT, SIGTERM]) { [loop, logger] signal in
+            let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
+            guard !stopping else {
+                logger.warning("second signal: exiting now", metadata: ["signal": "\(name)"])
+                exit(1)
             }
-        } catch {
-            logger.critical("cannot watch signals", metadata: ["error": "\(error)"])
-            return
+            stopping = true
+            logger.notice("stopping: finishing in-flight requests", metadata: ["signal": "\(name)"])
+            stop { loop.stop() }
         }
         loop.run()
-        _ = watcher
+        withExtendedLifetime(watcher) {}
     }
 }

@@ -7,6 +7,7 @@ public struct EventRegistry<StateType: State>: Sendable {
     public typealias Decoder = @Sendable (JSON) throws -> any Event
 
     private var decoders: [String: Decoder] = [:]
+    private var namesByType: [ObjectIdentifier: String] = [:]
 
     public init() {}
 
@@ -19,6 +20,12 @@ public struct EventRegistry<StateType: State>: Sendable {
     /// Accepts events of `type` decoded by their `Decodable` conformance (the `"type"` member is ignored).
     public mutating func register<E: Event & Decodable>(_ event: E.Type, as type: String) {
         decoders[type] = { json in try json.decode(E.self) }
+        namesByType[ObjectIdentifier(E.self)] = type
+    }
+
+    /// The wire name of `event`'s type: its `NamedEvent.eventType`, or the name it was registered under.
+    public func typeName(of event: any Event) -> String? {
+        (event as? any NamedEvent)?.eventType ?? namesByType[ObjectIdentifier(type(of: event))]
     }
 
     /// The accepted types, sorted, for error messages and docs.
@@ -40,6 +47,11 @@ public struct EventRegistry<StateType: State>: Sendable {
             throw .invalidFields(type: type, reason: "\(error)")
         }
     }
+}
+
+/// An event that knows its wire name, for event types that cover several names (an enum of events).
+public protocol NamedEvent: Event {
+    var eventType: String { get }
 }
 
 /// Why an event could not be decoded; the server answers 422 with the detail.

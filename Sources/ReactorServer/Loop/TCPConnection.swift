@@ -4,10 +4,13 @@ import CUV
 public protocol TCPConnectionDelegate: AnyObject {
     /// Bytes arrived. They are valid only during the call (the loop reuses one read buffer).
     func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer)
-    /// The peer closed its side, or the connection failed; `close()` follows by itself.
+    /// The peer closed its side: it will send nothing more, but may still read. The delegate
+    /// decides when to close.
     func connectionDidEnd(_ connection: TCPConnection)
     /// Every byte written so far has reached the kernel.
     func connectionDidDrain(_ connection: TCPConnection)
+    /// The connection is closed (by `close()`, or by the connection failing); nothing follows.
+    func connectionDidClose(_ connection: TCPConnection)
 }
 
 /// One accepted TCP connection: reads into the loop's shared buffer, writes without copying when the
@@ -45,8 +48,10 @@ public final class TCPConnection {
             let connection = TCPConnection.from(stream!.pointee.data)
             if count > 0 {
                 connection.delegate?.connection(connection, didRead: UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
-            } else if count < 0 {
+            } else if count == Int(UV_EOF.rawValue) {
+                connection.stopReading()
                 connection.delegate?.connectionDidEnd(connection)
+            } else if count < 0 {
                 connection.close()
             }
         })
@@ -88,6 +93,7 @@ public final class TCPConnection {
         uv_close(handle.handle) { closed in
             let connection = Unmanaged<TCPConnection>.fromOpaque(closed!.pointee.data)
             closed!.deallocate()
+            connection.takeUnretainedValue().delegate?.connectionDidClose(connection.takeUnretainedValue())
             connection.release()
         }
     }

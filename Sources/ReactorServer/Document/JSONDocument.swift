@@ -1,0 +1,70 @@
+import Reactor
+
+/// reactord's default hosted state: one JSON document, changed by `DocumentEvent`s.
+///
+/// Events are applied in place: this is the server's hot path, so an event touches only the
+/// containers along its path and copies none of them while the document is their only owner.
+public struct JSONDocument: HostedState, Equatable {
+    /// The whole document; `{}` for a new one.
+    public var root: JSON
+
+    public init(root: JSON = [:]) {
+        self.root = root
+    }
+
+    /// The document itself: the server serializes it as is, sharing its storage.
+    public func jsonValue() -> JSON {
+        root
+    }
+
+    /// Applies the event if it can and ignores it otherwise, as `State.react(to:)` may not throw.
+    public mutating func react(to event: Event) {
+        try? apply(event)
+    }
+
+    /// Applies a `DocumentEvent`, or throws `EventRejection` with the document unchanged. Any other
+    /// event is rejected: a typo'd Swift event type should not pass silently.
+    public mutating func apply(_ event: Event) throws {
+        guard let event = event as? DocumentEvent else {
+            throw EventRejection("JSONDocument does not handle events of type \(type(of: event))")
+        }
+        try apply(event)
+    }
+
+    /// Applies `event`, or throws with the document exactly as it was (`.conflict` for a JSON Patch
+    /// whose `test` failed, `.invalid` otherwise).
+    public mutating func apply(_ event: DocumentEvent) throws(EventRejection) {
+        switch event {
+        case .set(let path, let value):
+            try root.documentSet(value, at: path)
+        case .merge(let path, let value):
+            try root.documentMerge(value, at: path)
+        case .remove(let path):
+            try root.documentRemove(at: path)
+        case .increment(let path, let amount):
+            try root.documentIncrement(at: path, by: amount)
+        case .append(let path, let value):
+            try root.documentAppend(value, at: path)
+        case .patch(let operations):
+            do {
+                // Atomic and in place: JSONPatch undoes its own changes when an operation fails.
+                try root.apply(patch: operations)
+            } catch {
+                throw EventRejection(error, in: operations)
+            }
+        }
+    }
+}
+
+extension EventRejection {
+    /// A failed patch, naming the operation: "patch operation 1 (test): test failed at /a: ...".
+    /// A failed `test` is a precondition that did not hold, hence a conflict (409), not a bad request.
+    init(_ error: JSONPatchError, in operations: [JSONPatchOperation]) {
+        let kind: Kind = error.kind == .testFailed ? .conflict : .invalid
+        if let index = error.index, operations.indices.contains(index) {
+            self.init("patch operation \(index) (\(operations[index].name)): \(error.reason)", kind: kind)
+        } else {
+            self.init("patch: \(error.reason)", kind: kind)
+        }
+    }
+}

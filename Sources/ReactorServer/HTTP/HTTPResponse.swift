@@ -1,0 +1,108 @@
+/// A response to encode: a status, a content type, a few extra headers and a body.
+///
+/// The common parts (status line, content type, length, connection, date) come from pre-encoded bytes;
+/// only the rare extra headers (ETag, Allow, WWW-Authenticate...) are written from strings.
+public struct HTTPResponse: Sendable {
+    public var status: HTTPStatus
+    public var contentType: HTTPContentType?
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(status: HTTPStatus, contentType: HTTPContentType? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.contentType = contentType
+        self.headers = headers
+        self.body = body
+    }
+
+    public static func json(_ body: [UInt8], status: HTTPStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: .json, body: body)
+    }
+
+    public mutating func addHeader(_ name: String, _ value: String) {
+        headers.append((name, value))
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}
+
+/// A content type with its header line encoded once.
+public struct HTTPContentType: Sendable {
+    public let value: String
+    let headerLine: [UInt8]
+
+    public init(_ value: String) {
+        self.value = value
+        headerLine = Array("Content-Type: \(value)\r\n".utf8)
+    }
+
+    public static let json = HTTPContentType("application/json")
+    public static let problemJSON = HTTPContentType("application/problem+json")
+    public static let jsonLines = HTTPContentType("application/jsonl")
+    public static let plainText = HTTPContentType("text/plain; charset=utf-8")
+    public static let html = HTTPContentType("text/html; charset=utf-8")
+    public static let eventStream = HTTPContentType("text/event-stream")
+}
+
+/// Encodes responses into one reusable buffer.
+struct HTTPResponseEncoder {
+    private(set) var buffer: [UInt8] = []
+    private static let contentLength = Array("Content-Length: ".utf8)
+    private static let crlf: [UInt8] = [13, 10]
+    private static let keepAlive = Array("Connection: keep-alive\r\n".utf8)
+    private static let close = Array("Connection: close\r\n".utf8)
+
+    /// Encodes `response` as the answer to a request; `isHead` leaves the body out but keeps its length.
+    /// `keepAliveHeader` is for HTTP/1.0 clients, which close unless told otherwise.
+    mutating func encode(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, date: [UInt8]) {
+        buffer.removeAll(keepingCapacity: true)
+        buffer.append(contentsOf: response.status.statusLine)
+        buffer.append(contentsOf: date)
+        if let contentType = response.contentType {
+            buffer.append(contentsOf: contentType.headerLine)
+        }
+        // 1xx, 204 and 304 carry no body and no length.
+        if response.status.code >= 200 && response.status.code != 204 && response.status.code != 304 {
+            buffer.append(contentsOf: Self.contentLength)
+            appendDecimal(response.body.count)
+            buffer.append(contentsOf: Self.crlf)
+        }
+        if closing {
+            buffer.append(contentsOf: Self.close)
+        } else if keepAliveHeader {
+            buffer.append(contentsOf: Self.keepAlive)
+        }
+        for (name, value) in response.headers {
+            buffer.append(contentsOf: name.utf8)
+            buffer.append(58) // ':'
+            buffer.append(32)
+            buffer.append(contentsOf: value.utf8)
+            buffer.append(contentsOf: Self.crlf)
+        }
+        buffer.append(contentsOf: Self.crlf)
+        if !isHead {
+            buffer.append(contentsOf: response.body)
+        }
+    }
+
+    private mutating func appendDecimal(_ value: Int) {
+        if value < 10 {
+            buffer.append(48 + UInt8(value))
+            return
+        }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = value
+        withUnsafeMutableBytes(of: &digits) { raw in
+            while rest > 0 {
+                raw[count] = 48 + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            }
+            for index in stride(from: count - 1, through: 0, by: -1) { buffer.append(raw[index]) }
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import CUV
+
+/// Remembers the answers to requests that carried an `Idempotency-Key`, so that a retry within the
+/// window gets the first answer and applies nothing twice.
+///
+/// Keys are per client (token name), so clients cannot collide or replay each other's answers.
+/// Entries expire in insertion order, which is also expiry order: a FIFO prunes them cheaply.
+final class IdempotencyCache {
+    enum Admission {
+        /// First use of the key: go ahead, then `finish`.
+        case proceed
+        /// A retry of a finished request: send this again.
+        case replay(HTTPResponse)
+        case reject(Problem)
+    }
+
+    private enum Entry {
+        case inFlight(fingerprint: Int)
+        case done(fingerprint: Int, response: HTTPResponse)
+    }
+
+    private var entries: [String: Entry] = [:]
+    private var expiries = FIFO<(key: String, at: UInt64)>()
+    private let window: UInt64
+    private let capacity: Int
+
+    init(windowSeconds: Double, capacity: Int) {
+        window = UInt64(windowSeconds * 1000)
+        self.capacity = capacity
+    }
+
+    static func scopedKey(_ key: String, client: String?) -> String {
+        (client ?? "") + "\u{0}" + key
+    }
+
+    static func fingerprint(of request: HTTPRequest) -> Int {
+        var hasher = Hasher()
+        hasher.combine(request.method.name)
+        hasher.combine(request.target)
+        hasher.combine(request.body)
+        return hasher.finalize()
+    }
+
+    func admit(_ key: String, displayKey: String, fingerprint: Int, now: UInt64) -> Admission {
+        expire(now: now)
+        switch entries[key] {
+        case nil:
+            entries[key] = .inFlight(fingerprint: fingerprint)
+            expiries.append((key, now + window))
+            while entries.count > capacity, let oldest = expiries.popFirst() { entries[oldest.key] = nil }
+            return .proceed
+        case .inFlight(let first):
+            return first == fingerprint ? .reject(.idempotentRequestInProgress(displayKey)) : .reject(.idempotencyKeyReused(displayKey))
+        case .done(let first, let response):
+            return first == fingerprint ? .replay(response) : .reject(.idempotencyKeyReused(displayKey))
+        }
+    }
+
+    /// Records the answer. Server errors are forgotten instead, so a retry tries again.
+    func finish(_ key: String, fingerprint: Int, response: HTTPResponse) {
+        guard case .inFlight? = entries[key] else { return }
+        entries[key] = response.status.code >= 500 ? nil : .done(fingerprint: fingerprint, response: response)
+    }
+
+    private func expire(now: UInt64) {
+        while let oldest = expiries.first, oldest.at <= now {
+            _ = expiries.popFirst()
+            entries[oldest.key] = nil
+        }
+    }
+}
+
+/// A FIFO over an array with a moving head.
+struct FIFO<Element> {
+    private var storage: [Element] = []
+    private var head = 0
+
+    var first: Element? { head < storage.count ? storage[head] : nil }
+
+    mutating func append(_ element: Element) { storage.append(element) }
+
+    mutating func popFirst() -> Element? {
+        guard head < storage.count else { return nil }
+        let element = storage[head]
+        head += 1
+        if head > 1024 && head * 2 > storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return element
+    }
+}

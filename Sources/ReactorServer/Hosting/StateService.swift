@@ -1,0 +1,221 @@
+import CUV
+import Logging
+import Reactor
+
+/// The HTTP API of a hosted state: events in, state out.
+///
+/// - `POST /events`: one event (a JSON object with a `"type"`) or an array of them; an array is
+///   all-or-nothing unless `?mode=prune`. Answers `{"version": N}` once applied.
+/// - `GET /state`: the state, `ETag` = its version, `If-None-Match` → 304, `?path=` a JSON Pointer.
+/// - `GET /livez`, `GET /readyz`.
+///
+/// Runs on the loop thread, where its core is confined: an event is applied inline, with no hop.
+final class StateService<StateType: HostedState> {
+    let core: Core<StateType>
+    private let logger: Logger
+    private let idempotency: IdempotencyCache
+    private let loop: EventLoop
+    /// The state's JSON, kept for the version it was made from: reads between events reuse it.
+    private var encoded: (version: UInt64, json: JSON, bytes: [UInt8])?
+
+    init(core: Core<StateType>, loop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
+        self.core = core
+        self.loop = loop
+        self.logger = logger
+        idempotency = IdempotencyCache(windowSeconds: configuration.idempotencyWindow, capacity: configuration.idempotencyCapacity)
+    }
+
+    func register(in router: inout Router) {
+        router.add(.post, "/events", scope: .fire) { [unowned self] request, context, respond in
+            postEvents(request, context: context, respond: respond)
+        }
+        router.add(.get, "/state", scope: .read) { [unowned self] request, _, respond in
+            respond(getState(request))
+        }
+        router.add(.get, "/livez", scope: nil) { _, _, respond in
+            respond(.json(Array(#"{"status":"live"}"#.utf8)))
+        }
+        router.add(.get, "/readyz", scope: nil) { [unowned self] _, _, respond in
+            respond(.json(JSON.object(["status": "ready", "version": .integer(Int64(core.version))]).jsonBytes))
+        }
+    }
+
+    // MARK: POST /events
+
+    private func postEvents(_ request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
+        guard let key = request.headers["Idempotency-Key"] else {
+            return applyEvents(request, context: context, respond: respond)
+        }
+        let scopedKey = IdempotencyCache.scopedKey(key, client: context.principal?.name)
+        let fingerprint = IdempotencyCache.fingerprint(of: request)
+        switch idempotency.admit(scopedKey, displayKey: key, fingerprint: fingerprint, now: uv_now(loop.loop)) {
+        case .proceed:
+            applyEvents(request, context: context) { [idempotency] response in
+                idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
+                respond(response)
+            }
+        case .replay(var response):
+            response.addHeader("Idempotent-Replayed", "true")
+            respond(response)
+        case .reject(let problem):
+            respond(problem.response)
+        }
+    }
+
+    private func applyEvents(_ request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
+        guard Self.isJSON(request.headers["Content-Type"]) else {
+            return respond(Problem.unsupportedMediaType(request.headers["Content-Type"], expected: "application/json").response)
+        }
+        let mode: BatchMode
+        switch request.queryValue("mode") {
+        case nil, "strict": mode = .allOrNothing
+        case "prune": mode = .prune
+        case let other?: return respond(Problem.invalidParameter("mode", "mode must be strict or prune, not \"\(other)\"").response)
+        }
+        let body: JSON
+        do {
+            body = try JSON(parsing: request.body)
+        } catch {
+            return respond(Problem.malformedJSON(error).response)
+        }
+        let origin = context.principal
+        let registry = StateType.eventRegistry
+        if case .array(let items) = body {
+            return fireBatch(items, mode: mode, origin: origin, respond: respond)
+        }
+        let event: any Event
+        do {
+            event = try registry.decode(body)
+        } catch {
+            return respond(Self.problem(for: error, index: nil).response)
+        }
+        let respond = LoopBound(respond, loop: loop)
+        core.fire(event: event, origin: origin) { [logger] result in
+            let respond = respond.value
+            switch result {
+            case .success(let version):
+                logger.debug("event applied", metadata: ["type": "\(registry.typeName(of: event) ?? "?")", "version": "\(version)"])
+                respond(.json(Self.versionBody(version)))
+            case .failure(let error):
+                respond(Self.problem(for: error, index: nil).response)
+            }
+        }
+    }
+
+    private func fireBatch(_ items: [JSON], mode: BatchMode, origin: Principal?, respond: @escaping (HTTPResponse) -> Void) {
+        let registry = StateType.eventRegistry
+        var events: [any Event] = []
+        var positions: [Int] = []
+        var undecodable: [(index: Int, problem: Problem)] = []
+        for (index, item) in items.enumerated() {
+            do {
+                events.append(try registry.decode(item))
+                positions.append(index)
+            } catch {
+                let problem = Self.problem(for: error, index: index)
+                if mode == .allOrNothing { return respond(problem.response) }
+                undecodable.append((index, problem))
+            }
+        }
+        let respond = LoopBound(respond, loop: loop)
+        core.fire(events: events, mode: mode, origin: origin) { [undecodable, positions] result in
+            let respond = respond.value
+            switch result {
+            case .success(let outcome):
+                var rejected = undecodable
+                rejected += outcome.rejected.map { ($0.index, Self.problem(for: $0.error, index: positions[$0.index])) }
+                rejected.sort { $0.index < $1.index }
+                var members: JSON.Object = ["version": .integer(Int64(outcome.version)), "applied": .integer(Int64(outcome.applied))]
+                if mode == .prune {
+                    members["rejected"] = .array(rejected.map { JSON.object(["index": .integer(Int64($0.index)), "problem": $0.problem.json]) })
+                }
+                respond(.json(JSON.object(members).jsonBytes))
+            case .failure(let rejection):
+                respond(Self.problem(for: rejection.error, index: positions[rejection.index]).response)
+            }
+        }
+    }
+
+    static func problem(for error: any Error, index: Int?) -> Problem {
+        switch error {
+        case let problem as Problem:
+            var problem = problem
+            if let index { problem.extensions["index"] = .integer(Int64(index)) }
+            return problem
+        case let rejection as EventRejection:
+            return .eventRejected(rejection, index: index)
+        case EventDecodingError.unknownType(let type, let known):
+            return .unknownEventType(type, known: known, index: index)
+        case let decoding as EventDecodingError:
+            return .invalidEvent(decoding.description, index: index)
+        default:
+            return .eventRejected(EventRejection("\(error)"), index: index)
+        }
+    }
+
+    /// `application/json`, or any `+json` type, with or without parameters.
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
+        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+    }
+
+    static func versionBody(_ version: UInt64) -> [UInt8] {
+        var body = Array(#"{"version":"#.utf8)
+        body.append(contentsOf: String(version).utf8)
+        body.append(UInt8(ascii: "}"))
+        return body
+    }
+
+    // MARK: GET /state
+
+    private func getState(_ request: HTTPRequest) -> HTTPResponse {
+        let pointer: JSONPointer?
+        if let path = request.queryValue("path") {
+            do {
+                pointer = try JSONPointer(path)
+            } catch {
+                return Problem.invalidParameter("path", "path must be a JSON Pointer (RFC 6901) such as /players/0: \(error.message)").response
+            }
+        } else {
+            pointer = nil
+        }
+        let state: (version: UInt64, json: JSON, bytes: [UInt8])
+        do {
+            state = try encodedState()
+        } catch {
+            logger.error("cannot encode the state", metadata: ["error": "\(error)"])
+            return Problem.internalError("the state cannot be encoded as JSON: \(error)").response
+        }
+        let etag = "\"\(state.version)\""
+        if let match = request.headers["If-None-Match"], Self.matches(match, etag: etag) {
+            return HTTPResponse(status: .notModified, headers: [("ETag", etag)])
+        }
+        var response: HTTPResponse
+        if let pointer, !pointer.isRoot {
+            guard let value = state.json[pointer] else { return Problem.pathNotFound(pointer.string).response }
+            response = .json(value.jsonBytes)
+        } else {
+            response = .json(state.bytes)
+        }
+        response.addHeader("ETag", etag)
+        return response
+    }
+
+    private func encodedState() throws -> (version: UInt64, json: JSON, bytes: [UInt8]) {
+        let (version, state) = core.snapshot()
+        if let encoded, encoded.version == version { return encoded }
+        let json = try state.jsonValue()
+        let fresh = (version, json, json.jsonBytes)
+        encoded = fresh
+        return fresh
+    }
+
+    /// If-None-Match: `*`, or a list of entity tags, weak or strong (compared weakly, RFC 9110 §13.1.2).
+    static func matches(_ header: String, etag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }
+    }
+}

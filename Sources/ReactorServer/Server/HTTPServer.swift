@@ -1,0 +1,139 @@
+import CUV
+import Logging
+
+/// An HTTP/1.1 server on one event loop: it accepts connections, enforces the limits of its
+/// configuration, routes requests through its middleware, and writes the answers.
+///
+/// Everything here runs on the loop thread, which owns every connection.
+public final class HTTPServer {
+    public let loop: EventLoop
+    public let configuration: ServerConfiguration
+    let logger: Logger
+    private let router: Router
+    private let responder: HTTPResponder
+    private var listener: TCPListener?
+    private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
+    private let sweepTimer: UnsafeMutablePointer<uv_timer_t>
+    private var encoder = HTTPResponseEncoder()
+    private var date = HTTPDate()
+    private var lastRequestID: UInt64 = 0
+    private var onDrained: (() -> Void)?
+
+    let requestTimeoutMilliseconds: UInt64
+    let idleTimeoutMilliseconds: UInt64
+
+    /// The port the server listens on (the one the system chose when configured with 0).
+    public var port: Int { listener?.port ?? 0 }
+    public var connectionCount: Int { connections.count }
+
+    /// Creates the server on `loop`'s thread; `start()` binds and listens.
+    public init(loop: EventLoop, configuration: ServerConfiguration, router: Router, middleware: [any HTTPMiddleware], logger: Logger) {
+        precondition(loop.isCurrent)
+        self.loop = loop
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+        requestTimeoutMilliseconds = UInt64(configuration.requestTimeout * 1000)
+        idleTimeoutMilliseconds = UInt64(configuration.idleTimeout * 1000)
+        responder = middleware.chained { request, context, respond in
+            guard let endpoint = context.endpoint else {
+                return respond(Problem.internalError("the request was not routed").response)
+            }
+            endpoint(request, context, respond)
+        }
+        sweepTimer = .allocate(capacity: 1)
+        uv_timer_init(loop.loop, sweepTimer)
+        sweepTimer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit {
+        uv_close(UnsafeMutableRawPointer(sweepTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
+    }
+
+    /// Binds and listens; throws if the address cannot be bound.
+    public func start() throws(UVError) {
+        listener = try TCPListener(loop: loop, host: configuration.host, port: configuration.port) { [unowned self] tcp in
+            accept(tcp)
+        }
+        // Deadlines are checked a few times per shortest timeout: cheap, and no timer per connection.
+        let period = max(10, min(requestTimeoutMilliseconds, idleTimeoutMilliseconds) / 4)
+        uv_timer_start(sweepTimer, { timer in
+            Unmanaged<HTTPServer>.fromOpaque(timer!.pointee.data).takeUnretainedValue().sweep()
+        }, period, period)
+    }
+
+    /// Stops accepting, closes idle connections, lets the others finish what they have started,
+    /// then calls `completion` (or at `deadline` seconds, closes what is left first).
+    public func shutdown(deadline seconds: Double = 10, completion: @escaping () -> Void) {
+        listener?.close()
+        listener = nil
+        onDrained = completion
+        for connection in connections.values where !connection.isMidRequest && !connection.hasPendingResponses {
+            connection.tcp.close()
+        }
+        let forceAt = now + UInt64(seconds * 1000)
+        closeIdleBefore = forceAt
+        checkDrained()
+    }
+
+    private var closeIdleBefore: UInt64?
+
+    /// True once `shutdown` began: connections close as soon as they have answered what they read.
+    var isShuttingDown: Bool { onDrained != nil }
+
+    /// Loop time in milliseconds.
+    var now: UInt64 { uv_now(loop.loop) }
+
+    private func accept(_ tcp: TCPConnection) {
+        guard connections.count < configuration.maxConnections else {
+            logger.warning("connection refused: too many connections", metadata: ["limit": "\(configuration.maxConnections)"])
+            write(Problem.tooManyConnections(limit: configuration.maxConnections).response, isHead: false, closing: true, keepAliveHeader: false, to: tcp)
+            tcp.closeAfterWriting()
+            return
+        }
+        let connection = HTTPServerConnection(tcp: tcp, server: self)
+        connections[ObjectIdentifier(connection)] = connection
+    }
+
+    func connectionClosed(_ connection: HTTPServerConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+        checkDrained()
+    }
+
+    private func checkDrained() {
+        if let onDrained, connections.isEmpty {
+            self.onDrained = nil
+            uv_timer_stop(sweepTimer)
+            onDrained()
+        }
+    }
+
+    /// Passes `request` through the middleware to its route; `respond` gets the answer.
+    func handle(_ request: HTTPRequest, respond: @escaping (HTTPResponse) -> Void) {
+        lastRequestID += 1
+        let context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime())
+        router.route(request, into: context)
+        responder(request, context, respond)
+    }
+
+    func write(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, to tcp: TCPConnection) {
+        let dateLine = date.line(at: Int(time(nil)))
+        encoder.encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: dateLine)
+        encoder.buffer.withUnsafeBytes { tcp.write($0) }
+    }
+
+    private func sweep() {
+        let now = self.now
+        if let force = closeIdleBefore, now >= force {
+            for connection in connections.values { connection.tcp.close() }
+            return
+        }
+        for connection in connections.values where connection.deadline <= now && !connection.hasPendingResponses {
+            if onDrained != nil {
+                connection.tcp.close()
+            } else {
+                connection.timeOut()
+            }
+        }
+    }
+}

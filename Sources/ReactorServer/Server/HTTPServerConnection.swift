@@ -1,0 +1,156 @@
+import CUV
+
+/// One client connection: turns its bytes into requests, passes them to the server in order, and
+/// writes the responses in the order of the requests, however late each is ready (pipelining).
+final class HTTPServerConnection: TCPConnectionDelegate {
+    let tcp: TCPConnection
+    private unowned let server: HTTPServer
+    private let parser: HTTPRequestParser
+
+    /// Responses not yet written, in request order; `nil` while a request is being handled.
+    private var slots: [Slot?] = []
+    private var firstSlotSequence: UInt64 = 0
+    private var nextSequence: UInt64 = 0
+    /// After this response the connection closes (a request without keep-alive, or an error).
+    private var closeAfter: UInt64?
+    private var isReadingPaused = false
+
+    /// Bytes of a request have arrived and it is not complete yet.
+    private(set) var isMidRequest = false
+    /// Loop time (ms) by which the current request must be complete, or the idle connection used.
+    var deadline: UInt64
+
+    private struct Slot {
+        var response: HTTPResponse
+        let isHead: Bool
+        let keepAlive: Bool
+        let isHTTP10: Bool
+    }
+
+    init(tcp: TCPConnection, server: HTTPServer) {
+        self.tcp = tcp
+        self.server = server
+        parser = HTTPRequestParser(limits: server.configuration.limits)
+        deadline = server.now + server.idleTimeoutMilliseconds
+        tcp.delegate = self
+        tcp.startReading()
+    }
+
+    var hasPendingResponses: Bool { !slots.isEmpty }
+
+    // MARK: TCPConnectionDelegate
+
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        if !isMidRequest {
+            isMidRequest = true
+            deadline = server.now + server.requestTimeoutMilliseconds
+        }
+        var input = bytes
+        while let event = parser.next(from: &input) {
+            switch event {
+            case .request(let request):
+                // Bytes left over start the next request, which gets a deadline of its own.
+                isMidRequest = !input.isEmpty
+                deadline = server.now + (isMidRequest ? server.requestTimeoutMilliseconds : server.idleTimeoutMilliseconds)
+                handle(request)
+            case .expectsContinue:
+                tcp.write(Self.continueLine)
+            case .upgrade(let request, let leftover):
+                // No upgrade is served yet: keep speaking HTTP and answer the request as it is.
+                parser.declineUpgrade()
+                isMidRequest = !leftover.isEmpty
+                handle(request)
+                if !leftover.isEmpty { leftover.withUnsafeBytes { self.connection(connection, didRead: $0) } }
+                return
+            case .error(let error):
+                isMidRequest = false
+                fail(with: Problem.parseError(error, limits: parser.limits))
+                return
+            }
+            if tcp.isClosed { return }
+        }
+        if slots.count >= server.configuration.maxPipelinedRequests && !isReadingPaused {
+            isReadingPaused = true
+            tcp.stopReading()
+        }
+    }
+
+    func connectionDidEnd(_ connection: TCPConnection) {
+        // The client sends no more; it still gets the answers to what it sent.
+        if case .error(let error)? = parser.finish() {
+            isMidRequest = false
+            return fail(with: Problem.parseError(error, limits: parser.limits))
+        }
+        isMidRequest = false
+        if slots.isEmpty {
+            tcp.close()
+        } else {
+            closeAfter = nextSequence - 1
+        }
+    }
+
+    func connectionDidDrain(_ connection: TCPConnection) {}
+
+    func connectionDidClose(_ connection: TCPConnection) {
+        server.connectionClosed(self)
+    }
+
+    // MARK: Requests and responses
+
+    private func handle(_ request: HTTPRequest) {
+        let sequence = nextSequence
+        nextSequence += 1
+        slots.append(nil)
+        if !request.keepAlive { closeAfter = sequence }
+        let isHead = request.method == .head
+        let keepAlive = request.keepAlive
+        let isHTTP10 = request.version == .http1_0
+        server.handle(request) { [self] response in
+            complete(sequence, Slot(response: response, isHead: isHead, keepAlive: keepAlive, isHTTP10: isHTTP10))
+        }
+    }
+
+    /// Answers a broken request (its response follows those already due) and closes.
+    private func fail(with problem: Problem) {
+        let sequence = nextSequence
+        nextSequence += 1
+        slots.append(nil)
+        closeAfter = sequence
+        complete(sequence, Slot(response: problem.response, isHead: false, keepAlive: false, isHTTP10: false))
+    }
+
+    /// The server answers 408 to a request that trickles in, or to an idle connection, and closes.
+    func timeOut() {
+        guard !tcp.isClosed else { return }
+        let seconds = isMidRequest ? server.configuration.requestTimeout : server.configuration.idleTimeout
+        isMidRequest = false
+        tcp.stopReading()
+        fail(with: .requestTimeout(seconds: seconds))
+    }
+
+    private func complete(_ sequence: UInt64, _ slot: Slot) {
+        guard !tcp.isClosed else { return }
+        slots[Int(sequence - firstSlotSequence)] = slot
+        while let ready = slots.first, let slot = ready {
+            let current = firstSlotSequence
+            slots.removeFirst()
+            firstSlotSequence += 1
+            let closing = closeAfter == current
+            server.write(slot.response, isHead: slot.isHead, closing: closing, keepAliveHeader: slot.isHTTP10 && slot.keepAlive, to: tcp)
+            if closing {
+                tcp.closeAfterWriting()
+                return
+            }
+        }
+        if isReadingPaused && slots.count < server.configuration.maxPipelinedRequests {
+            isReadingPaused = false
+            tcp.startReading()
+        }
+        if slots.isEmpty && !isMidRequest {
+            if server.isShuttingDown { return tcp.closeAfterWriting() }
+            deadline = server.now + server.idleTimeoutMilliseconds
+        }
+    }
+
+    private static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+}

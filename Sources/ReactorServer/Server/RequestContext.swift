@@ -1,0 +1,41 @@
+/// What the server knows about a request beyond its bytes; middleware fills it in as the request
+/// passes (the auth middleware sets `principal`, say).
+public final class RequestContext {
+    /// Unique per server run, for logs and the `X-Request-Id` header.
+    public let id: UInt64
+    /// Loop time (ns, monotonic) when the request was complete.
+    public let receivedAt: UInt64
+    /// The authenticated client, if any.
+    public var principal: Principal?
+    /// The path of the route the request matched, if any (for logs and metrics).
+    public internal(set) var route: String?
+    /// What the matched route needs of the client; nil when anyone may use it.
+    public internal(set) var scope: Scope?
+    /// Where the request goes after the middleware: the route's responder, or an error answer.
+    var endpoint: HTTPResponder?
+
+    init(id: UInt64, receivedAt: UInt64) {
+        self.id = id
+        self.receivedAt = receivedAt
+    }
+}
+
+/// Answers requests. Called on the loop thread; `respond` must be called exactly once, now or later
+/// (on the loop thread too).
+public typealias HTTPResponder = (_ request: HTTPRequest, _ context: RequestContext, _ respond: @escaping (HTTPResponse) -> Void) -> Void
+
+/// A stage every request passes through on its way to the router, in the shape
+/// `handle(request, context, next)`: it may answer itself, or call `next` and look at, or change,
+/// what comes back.
+public protocol HTTPMiddleware {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void)
+}
+
+extension Array where Element == any HTTPMiddleware {
+    /// The responder that runs these middlewares, first to last, in front of `endpoint`.
+    func chained(to endpoint: @escaping HTTPResponder) -> HTTPResponder {
+        reversed().reduce(endpoint) { next, middleware in
+            { request, context, respond in middleware.handle(request, context: context, next: next, respond: respond) }
+        }
+    }
+}

@@ -1,0 +1,45 @@
+/// Routes a request by its exact path, then by method: 404 for an unknown path, 405 with `Allow`
+/// for a method the path does not take. HEAD goes wherever GET does; OPTIONS lists the methods.
+public struct Router {
+    struct Route {
+        let method: HTTPMethod
+        let scope: Scope?
+        let responder: HTTPResponder
+    }
+
+    private var routes: [String: [Route]] = [:]
+
+    public init() {}
+
+    /// Serves `method` on `path` with `responder`; the client needs `scope` (nil: anyone may).
+    public mutating func add(_ method: HTTPMethod, _ path: String, scope: Scope?, _ responder: @escaping HTTPResponder) {
+        routes[path, default: []].append(Route(method: method, scope: scope, responder: responder))
+    }
+
+    /// Fills in the context's route, scope and endpoint for `request`.
+    func route(_ request: HTTPRequest, into context: RequestContext) {
+        let path = request.path
+        guard let candidates = routes[String(path)] else {
+            context.endpoint = Self.answer(.notFound(path))
+            return
+        }
+        context.route = String(path)
+        let method = request.method == .head ? HTTPMethod.get : request.method
+        if let route = candidates.first(where: { $0.method == method }) {
+            context.scope = route.scope
+            context.endpoint = route.responder
+            return
+        }
+        let allowed = candidates.map(\.method) + (candidates.contains { $0.method == .get } ? [.head] : []) + [.options]
+        if request.method == .options {
+            let allow = allowed.map(\.name).joined(separator: ", ")
+            context.endpoint = { _, _, respond in respond(HTTPResponse(status: .noContent, headers: [("Allow", allow)])) }
+        } else {
+            context.endpoint = Self.answer(.methodNotAllowed(request.method, path: path, allowed: allowed))
+        }
+    }
+
+    static func answer(_ problem: Problem) -> HTTPResponder {
+        { _, _, respond in respond(problem.response) }
+    }
+}

@@ -1,0 +1,127 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ReactorServer
+
+/// reactord: one shared JSON document on the network.
+struct Reactord: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reactord",
+        abstract: "Serves one shared state: events in over HTTP, state out.",
+        discussion: """
+            Settings come from a JSON config file (--config), then REACTORD_* environment variables, \
+            then flags, each overriding the one before. See docs/configuration.md.
+            """
+    )
+
+    @Option(help: "Address to listen on, IPv4 or IPv6 (default 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port to listen on; 0 picks a free one (default 7070).")
+    var port: Int?
+
+    @Option(name: .customLong("token"), help: "A bearer token, name:secret:scopes[:event-types] (scopes: read, fire, admin, joined by +). Repeatable.")
+    var tokens: [String] = []
+
+    @Option(help: "A JSON config file.")
+    var config: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default info).")
+    var logLevel: Logger.Level?
+
+    @Option(help: "A JSON file holding the initial state (default {}).")
+    var initialState: String?
+
+    @Flag(help: "Allow serving a non-loopback address without tokens.")
+    var insecure = false
+
+    @Option(name: .customLong("cors-origin"), help: "An origin allowed to call the API from a browser, or *. Repeatable.")
+    var corsOrigins: [String] = []
+
+    @Option(help: "Most connections at once; more are answered 503 (default 10000).")
+    var maxConnections: Int?
+
+    @Option(help: "Seconds a request may take to arrive whole (default 10).")
+    var requestTimeout: Double?
+
+    @Option(help: "Seconds an idle keep-alive connection is kept (default 60).")
+    var idleTimeout: Double?
+
+    @Option(help: "Largest request body in bytes (default 1048576).")
+    var maxBodyBytes: Int?
+
+    @Option(help: "Largest request head (request line and headers) in bytes (default 16384).")
+    var maxHeaderBytes: Int?
+
+    func run() throws {
+        var fileSettings = Settings()
+        var unknownKeys: [String] = []
+        do {
+            if let config { (fileSettings, unknownKeys) = try Settings.file(config) }
+            let settings = try flagSettings().resolved(over: Settings.environment().resolved(over: fileSettings))
+            let server = try settings.serverConfiguration()
+            try serve(settings, server, unknownKeys: unknownKeys)
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.description)
+        }
+    }
+
+    private func flagSettings() throws(ConfigurationError) -> Settings {
+        var settings = Settings()
+        settings.host = host
+        settings.port = port
+        if !tokens.isEmpty { settings.tokens = try tokens.map { spec throws(ConfigurationError) in try AccessToken(parsing: spec) } }
+        settings.logLevel = logLevel
+        settings.initialState = initialState
+        settings.insecure = insecure ? true : nil
+        settings.corsOrigins = corsOrigins.isEmpty ? nil : corsOrigins
+        settings.maxConnections = maxConnections
+        settings.requestTimeout = requestTimeout
+        settings.idleTimeout = idleTimeout
+        settings.maxBodyBytes = maxBodyBytes
+        settings.maxHeaderBytes = maxHeaderBytes
+        return settings
+    }
+
+    private func serve(_ settings: Settings, _ configuration: ServerConfiguration, unknownKeys: [String]) throws {
+        let level = settings.logLevel ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var logger = Logger(label: "reactord")
+        logger.logLevel = level
+        if !unknownKeys.isEmpty {
+            logger.warning("unknown keys in the config file are ignored", metadata: ["keys": "\(unknownKeys.joined(separator: ", "))"])
+        }
+        let document = try initialDocument(settings.initialState)
+        let daemon = try Daemon(logger: logger)
+        let server = StateServer(loop: daemon.loop, state: document, configuration: configuration, logger: logger)
+        do {
+            try server.start()
+        } catch {
+            throw ValidationError("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+        }
+        logger.notice("listening", metadata: [
+            "address": "\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(server.http.port)",
+            "tokens": "\(configuration.tokens.map(\.name).joined(separator: ","))",
+        ])
+        try daemon.run { completion in server.shutdown(completion: completion) }
+        logger.notice("stopped", metadata: ["version": "\(server.core.version)"])
+    }
+
+    private func initialDocument(_ path: String?) throws -> JSONDocument {
+        guard let path else { return JSONDocument() }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read the initial state file \(path)")
+        }
+        do {
+            return JSONDocument(root: try JSON(parsing: [UInt8](data)))
+        } catch {
+            throw ValidationError("the initial state file \(path) is not valid JSON: \(error.description)")
+        }
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

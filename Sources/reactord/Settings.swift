@@ -1,0 +1,179 @@
+import Foundation
+import Logging
+import ReactorServer
+
+/// reactord's settings, as one layer of them says: the config file, the environment, or the flags.
+/// Unset is nil; `resolved(over:)` lays one layer over another (config file < environment < flags).
+struct Settings {
+    var host: String?
+    var port: Int?
+    var tokens: [AccessToken]?
+    var logLevel: Logger.Level?
+    var initialState: String?
+    var insecure: Bool?
+    var corsOrigins: [String]?
+    var maxConnections: Int?
+    var requestTimeout: Double?
+    var idleTimeout: Double?
+    var maxBodyBytes: Int?
+    var maxHeaderBytes: Int?
+
+    /// This layer over `lower`: every setting this layer has wins.
+    func resolved(over lower: Settings) -> Settings {
+        Settings(
+            host: host ?? lower.host,
+            port: port ?? lower.port,
+            tokens: tokens ?? lower.tokens,
+            logLevel: logLevel ?? lower.logLevel,
+            initialState: initialState ?? lower.initialState,
+            insecure: insecure ?? lower.insecure,
+            corsOrigins: corsOrigins ?? lower.corsOrigins,
+            maxConnections: maxConnections ?? lower.maxConnections,
+            requestTimeout: requestTimeout ?? lower.requestTimeout,
+            idleTimeout: idleTimeout ?? lower.idleTimeout,
+            maxBodyBytes: maxBodyBytes ?? lower.maxBodyBytes,
+            maxHeaderBytes: maxHeaderBytes ?? lower.maxHeaderBytes
+        )
+    }
+
+    /// The server configuration these settings describe, checked.
+    func serverConfiguration() throws(ConfigurationError) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        if let host { configuration.host = host == "localhost" ? "127.0.0.1" : host }
+        if let port {
+            guard (0...65535).contains(port) else { throw ConfigurationError("port must be 0 to 65535, not \(port)") }
+            configuration.port = port
+        }
+        configuration.tokens = tokens ?? []
+        let names = configuration.tokens.map(\.name)
+        if Set(names).count != names.count { throw ConfigurationError("two tokens have the same name; names must be unique") }
+        if configuration.tokens.isEmpty && !Self.isLoopback(configuration.host) && insecure != true {
+            throw ConfigurationError("refusing to serve \(configuration.host) without tokens: anyone who can reach it could read and change the state. Configure tokens (--token), or pass --insecure if that is what you want")
+        }
+        configuration.corsOrigins = corsOrigins ?? []
+        if let maxConnections {
+            guard maxConnections > 0 else { throw ConfigurationError("max-connections must be positive") }
+            configuration.maxConnections = maxConnections
+        }
+        if let requestTimeout {
+            guard requestTimeout > 0 else { throw ConfigurationError("request-timeout must be positive") }
+            configuration.requestTimeout = requestTimeout
+        }
+        if let idleTimeout {
+            guard idleTimeout > 0 else { throw ConfigurationError("idle-timeout must be positive") }
+            configuration.idleTimeout = idleTimeout
+        }
+        if let maxBodyBytes {
+            guard maxBodyBytes > 0 else { throw ConfigurationError("max-body-bytes must be positive") }
+            configuration.limits.maxBodyBytes = maxBodyBytes
+        }
+        if let maxHeaderBytes {
+            guard maxHeaderBytes >= 1024 else { throw ConfigurationError("max-header-bytes must be at least 1024") }
+            configuration.limits.maxHeaderBytes = maxHeaderBytes
+        }
+        return configuration
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host.hasPrefix("127.") || host == "::1"
+    }
+}
+
+extension Settings {
+    /// The `REACTORD_*` variables.
+    static func environment(_ variables: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Settings {
+        var settings = Settings()
+        func value(_ name: String) -> String? {
+            variables["REACTORD_" + name].flatMap { $0.isEmpty ? nil : $0 }
+        }
+        func number<N: LosslessStringConvertible>(_ name: String) throws(ConfigurationError) -> N? {
+            guard let text = value(name) else { return nil }
+            guard let number = N(text) else { throw ConfigurationError("REACTORD_\(name) must be a number, not \"\(text)\"") }
+            return number
+        }
+        settings.host = value("HOST")
+        settings.port = try number("PORT")
+        if let tokens = value("TOKENS") {
+            settings.tokens = []
+            for spec in tokens.split(separator: ",") { settings.tokens!.append(try AccessToken(parsing: String(spec))) }
+        }
+        if let level = value("LOG_LEVEL") {
+            guard let parsed = Logger.Level(rawValue: level) else { throw ConfigurationError("REACTORD_LOG_LEVEL: unknown level \"\(level)\"") }
+            settings.logLevel = parsed
+        }
+        settings.initialState = value("INITIAL_STATE")
+        if let insecure = value("INSECURE") { settings.insecure = ["1", "true", "yes"].contains(insecure.lowercased()) }
+        settings.corsOrigins = value("CORS_ORIGINS").map { $0.split(separator: ",").map(String.init) }
+        settings.maxConnections = try number("MAX_CONNECTIONS")
+        settings.requestTimeout = try number("REQUEST_TIMEOUT")
+        settings.idleTimeout = try number("IDLE_TIMEOUT")
+        settings.maxBodyBytes = try number("MAX_BODY_BYTES")
+        settings.maxHeaderBytes = try number("MAX_HEADER_BYTES")
+        return settings
+    }
+
+    static let fileKeys: Set<String> = [
+        "host", "port", "tokens", "logLevel", "initialState", "insecure", "corsOrigins", "maxConnections",
+        "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes",
+    ]
+
+    /// A JSON config file (docs/configuration.md). Returns the settings and the keys it did not know.
+    static func file(_ path: String) throws(ConfigurationError) -> (Settings, unknownKeys: [String]) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("cannot read the config file \(path)")
+        }
+        let json: JSON
+        do {
+            json = try JSON(parsing: [UInt8](data))
+        } catch {
+            throw ConfigurationError("config file \(path) is not valid JSON: \(error.description)")
+        }
+        guard case .object(let members) = json else { throw ConfigurationError("config file \(path) must hold a JSON object") }
+        func fail(_ key: String, _ expected: String) -> ConfigurationError {
+            ConfigurationError("config file \(path): \"\(key)\" must be \(expected)")
+        }
+        var settings = Settings()
+        for (key, value) in members {
+            switch key {
+            case "host": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.host = text
+            case "port": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.port = Int(number)
+            case "logLevel":
+                guard let text = value.stringValue, let level = Logger.Level(rawValue: text) else { throw fail(key, "one of trace, debug, info, notice, warning, error, critical") }
+                settings.logLevel = level
+            case "initialState": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.initialState = text
+            case "insecure": guard let flag = value.boolValue else { throw fail(key, "true or false") }; settings.insecure = flag
+            case "corsOrigins":
+                guard let origins = value.arrayValue?.compactMap(\.stringValue), origins.count == value.arrayValue?.count else { throw fail(key, "an array of strings") }
+                settings.corsOrigins = origins
+            case "maxConnections": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxConnections = Int(number)
+            case "maxBodyBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxBodyBytes = Int(number)
+            case "maxHeaderBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxHeaderBytes = Int(number)
+            case "requestTimeout": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.requestTimeout = number
+            case "idleTimeout": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.idleTimeout = number
+            case "tokens":
+                guard let entries = value.arrayValue else { throw fail(key, "an array of {name, secret, scopes, eventTypes?}") }
+                settings.tokens = try entries.map { entry throws(ConfigurationError) in try token(from: entry, path: path) }
+            default: continue
+            }
+        }
+        let unknown = Array(members.keys.filter { !fileKeys.contains($0) })
+        return (settings, unknown)
+    }
+
+    private static func token(from entry: JSON, path: String) throws(ConfigurationError) -> AccessToken {
+        guard let name = entry["name"]?.stringValue, let secret = entry["secret"]?.stringValue,
+              let scopeNames = entry["scopes"]?.arrayValue?.compactMap(\.stringValue), !name.isEmpty, !secret.isEmpty else {
+            throw ConfigurationError("config file \(path): each token needs a \"name\", a \"secret\" and \"scopes\" (an array of read, fire, admin)")
+        }
+        var scopes = Set<Scope>()
+        for scopeName in scopeNames {
+            guard let scope = Scope(rawValue: scopeName) else {
+                throw ConfigurationError("config file \(path): token \(name): unknown scope \"\(scopeName)\"; scopes are read, fire, admin")
+            }
+            scopes.insert(scope)
+        }
+        guard !scopes.isEmpty else { throw ConfigurationError("config file \(path): token \(name) has no scope") }
+        let types = entry["eventTypes"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
+        return AccessToken(name: name, secret: secret, scopes: scopes, allowedEventTypes: types)
+    }
+}
