@@ -44,6 +44,18 @@ let package = Package(
             dependencies: ["Reactor"],
             path: "Benchmarks/CoreBenchmark"
         ),
+        // The seed's RPG example as a typed hosted state, its server, and its tests.
+        .target(name: "RPG", dependencies: ["Reactor", "ReactorServer"], path: "Examples/RPG/Sources/RPG"),
+        .executableTarget(
+            name: "rpg-server",
+            dependencies: [
+                "RPG", "ReactorServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/RPG/Sources/rpg-server"
+        ),
+        .testTarget(name: "RPGTests", dependencies: ["RPG", "ReactorServer", "Reactor"], path: "Examples/RPG/Tests/RPGTests"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "ReactorServerTests", dependencies: ["ReactorServer", "Reactor"]),
     ],

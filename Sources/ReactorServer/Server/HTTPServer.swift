@@ -46,10 +46,6 @@ public final class HTTPServer {
         sweepTimer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
-    deinit {
-        uv_close(UnsafeMutableRawPointer(sweepTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
-    }
-
     /// Binds and listens; throws if the address cannot be bound.
     public func start() throws(UVError) {
         listener = try TCPListener(loop: loop, host: configuration.host, port: configuration.port) { [unowned self] tcp in
@@ -103,7 +99,8 @@ public final class HTTPServer {
     private func checkDrained() {
         if let onDrained, connections.isEmpty {
             self.onDrained = nil
-            uv_timer_stop(sweepTimer)
+            // Closed here rather than in deinit: by deinit the loop may have closed it already.
+            uv_close(UnsafeMutableRawPointer(sweepTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
             onDrained()
         }
     }

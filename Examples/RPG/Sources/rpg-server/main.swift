@@ -1,0 +1,3 @@
+import RPG
+
+RPGServer.main()
