@@ -46,7 +46,10 @@ public final class TCPConnection {
             buffer!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readBuffer.count))
         }, { stream, count, buffer in
             let connection = TCPConnection.from(stream!.pointee.data)
-            if count > 0 {
+            if connection.isLingering {
+                // Only waiting for the peer to finish: what it still sends is dropped.
+                if count < 0 { connection.close() }
+            } else if count > 0 {
                 connection.delegate?.connection(connection, didRead: UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
             } else if count == Int(UV_EOF.rawValue) {
                 connection.stopReading()
@@ -90,6 +93,10 @@ public final class TCPConnection {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
+        if let lingerTimer {
+            uv_close(UnsafeMutableRawPointer(lingerTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
+            self.lingerTimer = nil
+        }
         uv_close(handle.handle) { closed in
             let connection = Unmanaged<TCPConnection>.fromOpaque(closed!.pointee.data)
             closed!.deallocate()
@@ -99,12 +106,41 @@ public final class TCPConnection {
     }
 
     /// Closes after every queued byte has been written (a response followed by `Connection: close`).
-    public func closeAfterWriting() {
-        guard !isClosed else { return }
-        if queuedBytes == 0 { close() } else { closeWhenDrained = true }
+    ///
+    /// A lingering close: the write side is shut down once the writes are done, and what the peer
+    /// still sends is read and dropped until it closes too (or `lingerSeconds` pass). Closing with
+    /// unread input would make the kernel reset the connection, and the peer could lose the response.
+    public func closeAfterWriting(lingerSeconds: UInt64 = 2) {
+        guard !isClosed, !isLingering else { return }
+        isLingering = true
+        lingerMilliseconds = lingerSeconds * 1000
+        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        let status = uv_shutdown(request, handle.stream) { request, status in
+            let connection = Unmanaged<TCPConnection>.fromOpaque(request!.pointee.data).takeRetainedValue()
+            request!.deallocate()
+            if status < 0 { connection.close() } else { connection.linger() }
+        }
+        if status < 0 {
+            Unmanaged.passUnretained(self).release()
+            request.deallocate()
+            close()
+        }
     }
 
-    private var closeWhenDrained = false
+    private var isLingering = false
+    private var lingerMilliseconds: UInt64 = 0
+    private var lingerTimer: UnsafeMutablePointer<uv_timer_t>?
+
+    private func linger() {
+        guard !isClosed else { return }
+        let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+        uv_timer_init(loop.loop, timer)
+        timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        lingerTimer = timer
+        uv_timer_start(timer, { timer in TCPConnection.from(timer!.pointee.data).close() }, lingerMilliseconds, 0)
+        startReading()
+    }
 
     fileprivate func didWrite(_ count: Int, status: Int32) {
         queuedBytes -= count
@@ -113,7 +149,7 @@ public final class TCPConnection {
             return
         }
         if queuedBytes == 0 {
-            if closeWhenDrained { close() } else { delegate?.connectionDidDrain(self) }
+            delegate?.connectionDidDrain(self)
         }
     }
 

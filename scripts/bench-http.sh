@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Requests per second of reactord against nginx on the same request, POST /events with an
+# increment event; see docs/performance.md. Runs alternate (reactord, nginx, reactord, ...) so a
+# noisy moment on the machine hits both alike, and the table gives the ratio of the medians.
+#
+# Tunables (environment):
+#   DURATION=10s      length of each measured wrk run
+#   CONNECTIONS=50    wrk connections (wrk uses THREADS threads; -t1 leaves one core to the server)
+#   THREADS=1
+#   RUNS=3            measured runs per server
+#   WARMUP=2s         one unmeasured run per server first (0 to skip)
+#   REACTORD_PORT=18080 NGINX_PORT=18081   ports on 127.0.0.1
+#   PIN=1             pin the servers to CPU 0 and wrk to CPU 1 (0: let the scheduler place them)
+#   BUILD=1           build reactord release first (0: use .build/release/reactord as it is)
+# Defaults take about 90 seconds with the build up to date.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-50}
+THREADS=${THREADS:-1}
+RUNS=${RUNS:-3}
+WARMUP=${WARMUP:-2s}
+REACTORD_PORT=${REACTORD_PORT:-18080}
+NGINX_PORT=${NGINX_PORT:-18081}
+PIN=${PIN:-1}
+BUILD=${BUILD:-1}
+
+scripts/setup.sh
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+missing=()
+for pkg in wrk nginx-light curl; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "bench-http: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+if [ "$BUILD" = 1 ]; then swift build -c release --product reactord; fi
+REACTORD=$root/.build/release/reactord
+[ -x "$REACTORD" ] || { echo "bench-http: $REACTORD is missing (BUILD=0 needs a release build)" >&2; exit 1; }
+
+# Seconds in a wrk duration (10s, 1m, 500ms is not accepted by wrk either), for the timeouts.
+seconds() { case $1 in *m) echo $(( ${1%m} * 60 ));; *s) echo "${1%s}";; *) echo "$1";; esac; }
+
+cpu_server=() cpu_wrk=()
+if [ "$PIN" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+    cpu_server=(taskset -c 0) cpu_wrk=(taskset -c 1)
+fi
+
+tmp=$(mktemp -d /tmp/bench-http.XXXXXX)
+reactord_pid="" nginx_pid=""
+stop() {
+    local pid
+    for pid in $reactord_pid $nginx_pid; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in $reactord_pid $nginx_pid; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    reactord_pid="" nginx_pid=""
+}
+cleanup() { stop; rm -rf "$tmp"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_free() { ! curl -s -o /dev/null -m 1 "http://127.0.0.1:$1/" 2>/dev/null; }
+wait_for() { # name pid url
+    for _ in $(seq 100); do
+        kill -0 "$2" 2>/dev/null || { echo "bench-http: $1 exited at start" >&2; cat "$tmp/$1.log" "$tmp"/error.log 2>/dev/null >&2; exit 1; }
+        curl -s -o /dev/null -m 1 "$3" && return 0
+        sleep 0.1
+    done
+    echo "bench-http: $1 did not answer on $3 within 10 s" >&2; exit 1
+}
+
+for port in "$REACTORD_PORT" "$NGINX_PORT"; do
+    port_free "$port" || { echo "bench-http: something already answers on 127.0.0.1:$port" >&2; exit 1; }
+done
+
+# reactord: release, request logging off (warnings and errors only), state starts as {}.
+"${cpu_server[@]}" "$REACTORD" --host 127.0.0.1 --port "$REACTORD_PORT" --log-level warning >"$tmp/reactord.log" 2>&1 &
+reactord_pid=$!
+wait_for reactord "$reactord_pid" "http://127.0.0.1:$REACTORD_PORT/state"
+
+# nginx: one worker, its config, pid, logs and temp files in $tmp.
+mkdir -p "$tmp/nginx"
+sed -e "s|@DIR@|$tmp/nginx|g" -e "s|@PORT@|$NGINX_PORT|g" Benchmarks/http/nginx.conf.template >"$tmp/nginx/nginx.conf"
+"${cpu_server[@]}" "$NGINX" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" >"$tmp/nginx.log" 2>&1 &
+nginx_pid=$!
+wait_for nginx "$nginx_pid" "http://127.0.0.1:$NGINX_PORT/"
+
+body='{"type":"increment","path":"/counter","by":1}'
+for server in reactord nginx; do
+    port=$REACTORD_PORT; [ $server = nginx ] && port=$NGINX_PORT
+    answer=$(curl -s -m 5 -X POST -H 'Content-Type: application/json' -d "$body" -w ' %{http_code}' "http://127.0.0.1:$port/events")
+    echo "bench-http: $server answers POST /events with $answer"
+    [ "${answer##* }" = 200 ] || { echo "bench-http: $server does not answer 200" >&2; exit 1; }
+done
+reactord_sent=1 # the check above fired one event
+
+# Runs wrk once; prints "req/s requests non2xx errors p50 p99" (latencies as wrk prints them).
+run_wrk() { # port duration
+    local out secs
+    secs=$(seconds "$2")
+    out=$(timeout $((secs + 30)) "${cpu_wrk[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2" --latency \
+        -s Benchmarks/http/post-events.lua "http://127.0.0.1:$1/events") || true
+    echo "$out" >>"$tmp/wrk.log"
+    awk '
+        /Requests\/sec:/ { rps = $2 }
+        / requests in / { requests = $1 }
+        /Non-2xx or 3xx responses:/ { non2xx = $NF }
+        /Socket errors:/ { gsub(",", ""); errors = $4 + $6 + $8 + $10 }
+        $1 == "50%" { p50 = $2 }
+        $1 == "99%" { p99 = $2 }
+        END { printf "%s %s %d %d %s %s\n", rps, requests, non2xx, errors, p50, p99 }
+    ' <<<"$out"
+}
+
+echo "bench-http: wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency -s Benchmarks/http/post-events.lua, $RUNS runs each, alternating$([ ${#cpu_wrk[@]} -gt 0 ] && echo ", servers on CPU 0, wrk on CPU 1")"
+if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
+    read -r _ requests non2xx _ <<<"$(run_wrk "$REACTORD_PORT" "$WARMUP")"
+    reactord_sent=$((reactord_sent + requests - non2xx))
+    run_wrk "$NGINX_PORT" "$WARMUP" >/dev/null
+fi
+
+results=()
+printf '\n%-4s %-9s %12s %10s %8s %7s %9s %9s\n' run server "requests/s" requests non-2xx errors "p50" "p99"
+for run in $(seq "$RUNS"); do
+    for server in reactord nginx; do
+        port=$REACTORD_PORT; [ $server = nginx ] && port=$NGINX_PORT
+        read -r rps requests non2xx errors p50 p99 <<<"$(run_wrk "$port" "$DURATION")"
+        [ -n "$rps" ] || { echo "bench-http: wrk printed no Requests/sec; its output is in $tmp/wrk.log" >&2; cat "$tmp/wrk.log" >&2; exit 1; }
+        printf '%-4s %-9s %12s %10s %8s %7s %9s %9s\n' "$run" "$server" "$rps" "$requests" "$non2xx" "$errors" "$p50" "$p99"
+        results+=("$server $rps")
+        [ $server = reactord ] && reactord_sent=$((reactord_sent + requests - non2xx))
+    done
+done
+
+median() { printf '%s\n' "${results[@]}" | awk -v s="$1" '$1 == s { print $2 }' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+reactord_median=$(median reactord)
+nginx_median=$(median nginx)
+ratio=$(awk -v a="$reactord_median" -v b="$nginx_median" 'BEGIN { printf "%.3f", a / b }')
+echo
+printf '%-16s %12s\n' "median reactord" "$reactord_median" "median nginx" "$nginx_median"
+printf '%-16s %12s   (target >= 0.9)\n' "reactord/nginx" "$ratio"
+
+# Did reactord apply what it answered 200 to? wrk counts the responses it read; requests still in
+# flight when a run's time is up are applied but not counted, so the counter may be ahead by up to
+# CONNECTIONS per run.
+state=$(curl -s -m 5 "http://127.0.0.1:$REACTORD_PORT/state")
+counter=$(sed -n 's/.*"counter":\([0-9]*\).*/\1/p' <<<"$state")
+echo
+echo "reactord counter: ${counter:-?}; 200 responses wrk read (all reactord runs and the check): $reactord_sent; difference: $(( ${counter:-0} - reactord_sent ))"
+if grep -q . "$tmp/reactord.log"; then echo "reactord logged:"; head -20 "$tmp/reactord.log"; fi
+if [ -s "$tmp/nginx/error.log" ]; then echo "nginx error.log:"; head -20 "$tmp/nginx/error.log"; fi
