@@ -66,7 +66,7 @@ struct HTTPResponseEncoder {
         // 1xx, 204 and 304 carry no body and no length.
         if response.status.code >= 200 && response.status.code != 204 && response.status.code != 304 {
             buffer.append(contentsOf: Self.contentLength)
-            appendDecimal(response.body.count)
+            buffer.appendDecimal(response.body.count)
             buffer.append(contentsOf: Self.crlf)
         }
         if closing {
@@ -86,23 +86,21 @@ struct HTTPResponseEncoder {
             buffer.append(contentsOf: response.body)
         }
     }
+}
 
-    private mutating func appendDecimal(_ value: Int) {
+extension Array where Element == UInt8 {
+    /// Appends the decimal digits of `value` (not negative), without making a String.
+    mutating func appendDecimal<T: BinaryInteger>(_ value: T) {
         if value < 10 {
-            buffer.append(48 + UInt8(value))
+            append(48 + UInt8(value))
             return
         }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
+        let start = count
         var rest = value
-        withUnsafeMutableBytes(of: &digits) { raw in
-            while rest > 0 {
-                raw[count] = 48 + UInt8(rest % 10)
-                rest /= 10
-                count += 1
-            }
-            for index in stride(from: count - 1, through: 0, by: -1) { buffer.append(raw[index]) }
+        while rest > 0 {
+            append(48 + UInt8(rest % 10))
+            rest /= 10
         }
+        self[start...].reverse()
     }
 }

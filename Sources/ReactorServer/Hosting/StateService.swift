@@ -162,7 +162,7 @@ final class StateService<StateType: HostedState> {
 
     static func versionBody(_ version: UInt64) -> [UInt8] {
         var body = Array(#"{"version":"#.utf8)
-        body.append(contentsOf: String(version).utf8)
+        body.appendDecimal(version)
         body.append(UInt8(ascii: "}"))
         return body
     }
