@@ -62,3 +62,10 @@ for pc in libuv libllhttp libcrypto; do
     have_pc "$pc" || { echo "setup: pkg-config cannot find $pc" >&2; exit 1; }
 done
 command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.0 or newer is needed)" >&2; exit 1; }
+
+# The end-to-end tests (Tests/e2e) need pytest; the rest is Python's standard library.
+root=$(cd "$(dirname "$0")/.." && pwd)
+if ! python3 -c 'import pytest' >/dev/null 2>&1; then
+    echo "setup: installing the Python test requirements"
+    python3 -m pip install -q -r "$root/Tests/e2e/requirements.txt"
+fi

@@ -66,6 +66,12 @@ public struct HTTPHeaders: Sendable {
         firstField(named: name) != nil
     }
 
+    /// How many fields are named `name`, without creating Strings.
+    public func count(of name: String) -> Int {
+        var name = name
+        return name.withUTF8 { wanted in fields.reduce(0) { $0 + (nameMatches($1, wanted) ? 1 : 0) } }
+    }
+
     /// Whether any value of `name`, read as a comma-separated list, holds `token`
     /// (case-insensitively), as for `Connection: keep-alive, Upgrade`.
     public func containsToken(_ token: String, in name: String) -> Bool {

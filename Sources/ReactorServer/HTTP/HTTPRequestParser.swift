@@ -193,14 +193,14 @@ public final class HTTPRequestParser {
         guard parser.http_major == 1, parser.http_minor <= 1 else { return .unsupportedVersion }
         assembly.pointee.finishHead()
         let version = parser.http_minor == 0 ? HTTPVersion.http1_0 : .http1_1
+        assembly.pointee.request.version = version
+        assembly.pointee.request.method = HTTPMethod(llhttpCode: parser.method)
         let flags = UInt32(parser.flags)
         let hasLength = flags & F_CONTENT_LENGTH.rawValue != 0
         // Refuse before the body arrives, so a 413 needs no reading of it.
         if hasLength && parser.content_length > UInt64(limits.maxBodyBytes) { return .bodyTooLarge }
         bodyPending = flags & F_CHUNKED.rawValue != 0 || (hasLength && parser.content_length > 0)
 
-        assembly.pointee.request.version = version
-        assembly.pointee.request.method = HTTPMethod(llhttpCode: parser.method)
         assembly.pointee.request.isUpgrade = parser.upgrade == 1
         // HTTP/1.0 clients do not know 100-continue; RFC 9110 §10.1.1 says to ignore it then.
         assembly.pointee.request.expectsContinue = version == .http1_1 && assembly.pointee.sawExpectContinue
@@ -211,8 +211,16 @@ public final class HTTPRequestParser {
         return nil
     }
 
+    /// The method, target and headers of the request that made the parser fail, when its head was
+    /// complete (a body too large, say): the server logs the error answer and adds CORS headers with it.
+    public private(set) var failedRequestHead: HTTPRequest?
+
     private func fail(_ error: HTTPParseError, _ input: inout UnsafeRawBufferPointer) -> Event {
         state = .failed(error)
+        if assembly.pointee.inBody {
+            let request = assembly.pointee.request
+            failedRequestHead = HTTPRequest(method: request.method, target: request.target, version: request.version, headers: request.headers)
+        }
         release(&input)
         return .error(error)
     }

@@ -113,6 +113,16 @@ public final class HTTPServer {
         responder(request, context, respond)
     }
 
+    /// Answers what a connection could not take as a request (malformed, too large, too slow) through
+    /// the middleware too, so the answer is logged and carries CORS headers like any other.
+    /// `head` is the request's head when it was read whole.
+    func handleFailure(_ problem: Problem, head: HTTPRequest?, respond: @escaping (HTTPResponse) -> Void) {
+        lastRequestID += 1
+        let context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime())
+        context.endpoint = Router.answer(problem)
+        responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context, respond)
+    }
+
     func write(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, to tcp: TCPConnection) {
         let dateLine = date.line(at: Int(time(nil)))
         encoder.encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: dateLine)

@@ -52,6 +52,9 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                 // Bytes left over start the next request, which gets a deadline of its own.
                 isMidRequest = !input.isEmpty
                 deadline = server.now + (isMidRequest ? server.requestTimeoutMilliseconds : server.idleTimeoutMilliseconds)
+                if let problem = Self.hostProblem(request) {
+                    return fail(with: problem, head: request)
+                }
                 handle(request)
             case .expectsContinue:
                 tcp.write(Self.continueLine)
@@ -64,7 +67,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                 return
             case .error(let error):
                 isMidRequest = false
-                fail(with: Problem.parseError(error, limits: parser.limits))
+                fail(with: Problem.parseError(error, limits: parser.limits), head: parser.failedRequestHead)
                 return
             }
             if tcp.isClosed { return }
@@ -79,7 +82,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         // The client sends no more; it still gets the answers to what it sent.
         if case .error(let error)? = parser.finish() {
             isMidRequest = false
-            return fail(with: Problem.parseError(error, limits: parser.limits))
+            return fail(with: Problem.parseError(error, limits: parser.limits), head: parser.failedRequestHead)
         }
         isMidRequest = false
         if slots.isEmpty {
@@ -111,12 +114,14 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     }
 
     /// Answers a broken request (its response follows those already due) and closes.
-    private func fail(with problem: Problem) {
+    private func fail(with problem: Problem, head: HTTPRequest?) {
         let sequence = nextSequence
         nextSequence += 1
         slots.append(nil)
         closeAfter = sequence
-        complete(sequence, Slot(response: problem.response, isHead: false, keepAlive: false, isHTTP10: false))
+        server.handleFailure(problem, head: head) { [self] response in
+            complete(sequence, Slot(response: response, isHead: false, keepAlive: false, isHTTP10: false))
+        }
     }
 
     /// The server answers 408 to a request that trickles in, or to an idle connection, and closes.
@@ -125,7 +130,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         let seconds = isMidRequest ? server.configuration.requestTimeout : server.configuration.idleTimeout
         isMidRequest = false
         tcp.stopReading()
-        fail(with: .requestTimeout(seconds: seconds))
+        fail(with: .requestTimeout(seconds: seconds), head: nil)
     }
 
     private func complete(_ sequence: UInt64, _ slot: Slot) {
@@ -135,7 +140,8 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             let current = firstSlotSequence
             slots.removeFirst()
             firstSlotSequence += 1
-            let closing = closeAfter == current
+            // While the server shuts down, the last answer due is the last one: it says so.
+            let closing = closeAfter == current || (server.isShuttingDown && slots.isEmpty && !isMidRequest)
             server.write(slot.response, isHead: slot.isHead, closing: closing, keepAliveHeader: slot.isHTTP10 && slot.keepAlive, to: tcp)
             if closing {
                 tcp.closeAfterWriting()
@@ -147,9 +153,16 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             tcp.startReading()
         }
         if slots.isEmpty && !isMidRequest {
-            if server.isShuttingDown { return tcp.closeAfterWriting() }
             deadline = server.now + server.idleTimeoutMilliseconds
         }
+    }
+
+    /// RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host header; HTTP/1.0 may have none.
+    private static func hostProblem(_ request: HTTPRequest) -> Problem? {
+        let hosts = request.headers.count(of: "Host")
+        if hosts > 1 { return .malformedRequest("the request has more than one Host header") }
+        if hosts == 0 && request.version == .http1_1 { return .malformedRequest("an HTTP/1.1 request needs a Host header") }
+        return nil
     }
 
     private static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)

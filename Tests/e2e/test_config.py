@@ -1,0 +1,200 @@
+"""Settings from a JSON config file, REACTORD_* variables and flags: file < environment < flags."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import assert_problem, free_port, post_events, raw, request, run_reactord
+
+
+def write_config(tmp_path, settings: dict, name: str = "reactord.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(settings))
+    return str(path)
+
+
+def test_port_from_the_config_file(reactord, tmp_path):
+    port = free_port()
+    server = reactord("--config", write_config(tmp_path, {"port": port}), port=False)
+    assert server.port == port
+    assert request(server, "GET", "/livez").status == 200
+
+
+def test_environment_overrides_the_config_file(reactord, tmp_path):
+    file_port, env_port = free_port(), free_port()
+    server = reactord("--config", write_config(tmp_path, {"port": file_port}), env={"REACTORD_PORT": str(env_port)}, port=False)
+    assert server.port == env_port
+
+
+def test_flags_override_the_environment_and_the_config_file(reactord, tmp_path):
+    file_port, env_port, flag_port = free_port(), free_port(), free_port()
+    server = reactord(
+        "--config", write_config(tmp_path, {"port": file_port}), "--port", str(flag_port),
+        env={"REACTORD_PORT": str(env_port)},
+    )
+    assert server.port == flag_port
+
+
+def test_log_level_precedence(reactord, tmp_path):
+    config = write_config(tmp_path, {"logLevel": "info"})
+    # File alone: info, so requests are logged.
+    server = reactord("--config", config)
+    request(server, "GET", "/livez")
+    server.wait_for_log(r"path=/livez")
+    # Environment over file: notice, so they are not.
+    quiet = reactord("--config", config, env={"REACTORD_LOG_LEVEL": "notice"})
+    request(quiet, "GET", "/livez")
+    # Flag over environment: info again.
+    loud = reactord("--config", config, "--log-level", "info", env={"REACTORD_LOG_LEVEL": "notice"})
+    request(loud, "GET", "/livez")
+    loud.wait_for_log(r"path=/livez")
+    quiet.stop()
+    assert quiet.request_lines() == [], quiet.log()
+
+
+def test_tokens_precedence(reactord, tmp_path):
+    config = write_config(tmp_path, {"tokens": [{"name": "filetok", "secret": "file-secret", "scopes": ["read"]}]})
+    by_file = reactord("--config", config)
+    assert request(by_file, "GET", "/state", headers={"Authorization": "Bearer file-secret"}).status == 200
+
+    by_env = reactord("--config", config, env={"REACTORD_TOKENS": "envtok:env-secret:read"})
+    assert request(by_env, "GET", "/state", headers={"Authorization": "Bearer env-secret"}).status == 200
+    assert request(by_env, "GET", "/state", headers={"Authorization": "Bearer file-secret"}).status == 401
+
+    by_flag = reactord("--config", config, "--token", "flagtok:flag-secret:read", env={"REACTORD_TOKENS": "envtok:env-secret:read"})
+    assert request(by_flag, "GET", "/state", headers={"Authorization": "Bearer flag-secret"}).status == 200
+    assert request(by_flag, "GET", "/state", headers={"Authorization": "Bearer env-secret"}).status == 401
+
+
+def test_config_file_tokens_with_event_types(reactord, tmp_path):
+    config = write_config(tmp_path, {"tokens": [
+        {"name": "bot", "secret": "b0t-secret", "scopes": ["fire"], "eventTypes": ["increment"]},
+        {"name": "ops", "secret": "0ps-secret", "scopes": ["admin"]},
+    ]})
+    server = reactord("--config", config)
+    bot = {"Authorization": "Bearer b0t-secret"}
+    assert post_events(server, {"type": "increment", "path": "/n"}, headers=bot).status == 200
+    assert_problem(post_events(server, {"type": "set", "path": "/n", "value": 0}, headers=bot), 403, "forbidden")
+    assert request(server, "GET", "/state", headers={"Authorization": "Bearer 0ps-secret"}).json() == {"n": 1}
+
+
+def test_every_config_file_key(reactord, tmp_path):
+    initial = tmp_path / "initial.json"
+    initial.write_text('{"from": "file"}')
+    config = write_config(tmp_path, {
+        "host": "127.0.0.1",
+        "port": 0,
+        "logLevel": "info",
+        "initialState": str(initial),
+        "insecure": False,
+        "corsOrigins": ["http://example.test"],
+        "maxConnections": 5,
+        "requestTimeout": 5,
+        "idleTimeout": 30.5,
+        "maxBodyBytes": 64,
+        "maxHeaderBytes": 2048,
+    })
+    server = reactord("--config", config, port=False)
+    assert request(server, "GET", "/state").json() == {"from": "file"}
+    assert request(server, "GET", "/livez", headers={"Origin": "http://example.test"}).header("Access-Control-Allow-Origin") == "http://example.test"
+    assert_problem(post_events(server, {"type": "set", "path": "/long", "value": "x" * 64}), 413, "body-too-large")
+    assert_problem(request(server, "GET", "/livez", headers={"X-Fill": "a" * 3000}), 431, "headers-too-large")
+    assert "unknown keys" not in server.log()
+
+
+def test_limits_from_the_environment(reactord):
+    server = reactord(env={"REACTORD_MAX_BODY_BYTES": "64", "REACTORD_MAX_HEADER_BYTES": "2048"})
+    assert_problem(post_events(server, {"type": "set", "path": "/long", "value": "x" * 64}), 413, "body-too-large")
+    assert_problem(request(server, "GET", "/livez", headers={"X-Fill": "a" * 3000}), 431, "headers-too-large")
+
+
+def test_flag_limit_overrides_the_file(reactord, tmp_path):
+    server = reactord("--config", write_config(tmp_path, {"maxBodyBytes": 64}), "--max-body-bytes", "1000")
+    assert post_events(server, {"type": "set", "path": "/long", "value": "x" * 64}).status == 200
+
+
+def test_max_connections_from_the_environment(reactord):
+    server = reactord(env={"REACTORD_MAX_CONNECTIONS": "1"})
+    with raw(server) as first:
+        first.send(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert first.read_response().status == 200
+        with raw(server) as second:
+            assert_problem(second.read_response(), 503, "too-many-connections")
+
+
+def test_unknown_config_keys_are_named_in_a_warning(reactord, tmp_path):
+    config = write_config(tmp_path, {"port": 0, "colour": "blue", "maxConections": 3})
+    server = reactord("--config", config, port=False)
+    line = server.wait_for_log(r"warning .*unknown keys.*").group(0)
+    assert "colour" in line and "maxConections" in line
+    assert request(server, "GET", "/livez").status == 200
+
+
+def test_initial_state_path_from_the_environment(reactord, tmp_path):
+    initial = tmp_path / "s.json"
+    initial.write_text("[1, 2, 3]")
+    server = reactord(env={"REACTORD_INITIAL_STATE": str(initial)})
+    assert request(server, "GET", "/state").json() == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"port": "seventy"}, "port"),
+        ({"logLevel": "loud"}, "logLevel"),
+        ({"tokens": [{"name": "a", "secret": "b", "scopes": ["write"]}]}, "write"),
+        ({"maxHeaderBytes": 100}, "max-header-bytes"),
+        ({"requestTimeout": 0}, "request-timeout"),
+    ],
+)
+def test_bad_config_values_are_refused(tmp_path, settings, message):
+    done = run_reactord("--config", write_config(tmp_path, settings))
+    assert done.returncode != 0
+    assert message in done.stderr, done.stderr
+
+
+def test_config_file_that_is_not_json_is_refused(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"port": 0,')
+    done = run_reactord("--config", str(path))
+    assert done.returncode != 0
+    assert "not valid JSON" in done.stderr and str(path) in done.stderr, done.stderr
+
+
+def test_missing_config_file_is_refused(tmp_path):
+    done = run_reactord("--config", str(tmp_path / "absent.json"))
+    assert done.returncode != 0
+    assert "absent.json" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (["--port", "70000"], {}, "port"),
+        (["--port", "0", "--log-level", "loud"], {}, "log-level"),
+        (["--port", "0", "--max-connections", "0"], {}, "max-connections"),
+        ([], {"REACTORD_PORT": "abc"}, "REACTORD_PORT"),
+        ([], {"REACTORD_PORT": "0", "REACTORD_LOG_LEVEL": "loud"}, "REACTORD_LOG_LEVEL"),
+        (["--port", "0", "--initial-state", "/nonexistent/state.json"], {}, "/nonexistent/state.json"),
+    ],
+)
+def test_bad_settings_are_refused(args, env, message):
+    done = run_reactord(*args, env=env)
+    assert done.returncode != 0
+    assert message in done.stderr, done.stderr
+
+
+def test_initial_state_that_is_not_json_is_refused(tmp_path):
+    path = tmp_path / "state.json"
+    path.write_text("{oops")
+    done = run_reactord("--port", "0", "--initial-state", str(path))
+    assert done.returncode != 0
+    assert "not valid JSON" in done.stderr, done.stderr
+
+
+def test_port_in_use_is_refused(server):
+    done = run_reactord("--port", str(server.port))
+    assert done.returncode != 0
+    assert str(server.port) in done.stderr, done.stderr

@@ -1,0 +1,102 @@
+"""Idempotency-Key: a retry gets the first answer and applies nothing."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import assert_problem, curl_response, get_state, post_events, request
+
+INCREMENT = {"type": "increment", "path": "/n"}
+
+
+def keyed(key: str, extra: dict | None = None) -> dict:
+    return {"Idempotency-Key": key, **(extra or {})}
+
+
+def test_retry_replays_the_first_answer(server):
+    first = post_events(server, INCREMENT, headers=keyed("k-1"))
+    assert first.status == 200 and first.json() == {"version": 1}
+    assert first.header("Idempotent-Replayed") is None
+    post_events(server, {"type": "set", "path": "/other", "value": 1})  # version 2 in between
+    retry = post_events(server, INCREMENT, headers=keyed("k-1"))
+    assert retry.status == 200
+    assert retry.json() == {"version": 1}  # the first answer, not a new one
+    assert retry.header("Idempotent-Replayed") == "true"
+    assert retry.header("Content-Type") == "application/json"
+    assert get_state(server) == {"n": 1, "other": 1}
+    assert request(server, "GET", "/readyz").json()["version"] == 2
+
+
+def test_many_retries_apply_once(server):
+    for _ in range(5):
+        assert post_events(server, INCREMENT, headers=keyed("same")).json() == {"version": 1}
+    assert get_state(server) == {"n": 1}
+
+
+def test_different_keys_apply_twice(server):
+    assert post_events(server, INCREMENT, headers=keyed("a")).json() == {"version": 1}
+    assert post_events(server, INCREMENT, headers=keyed("b")).json() == {"version": 2}
+    assert get_state(server) == {"n": 2}
+
+
+def test_same_key_different_body_is_refused(server):
+    assert post_events(server, INCREMENT, headers=keyed("k")).status == 200
+    answer = post_events(server, {"type": "increment", "path": "/n", "by": 5}, headers=keyed("k"))
+    problem = assert_problem(answer, 422, "idempotency-key-reused")
+    assert "k" in problem["detail"]
+    assert answer.header("Idempotent-Replayed") is None
+    assert get_state(server) == {"n": 1}
+
+
+def test_same_key_different_target_is_refused(server):
+    batch = [INCREMENT]
+    assert post_events(server, batch, headers=keyed("k")).json() == {"version": 1, "applied": 1}
+    assert_problem(post_events(server, batch, path="/events?mode=prune", headers=keyed("k")), 422, "idempotency-key-reused")
+    assert get_state(server) == {"n": 1}
+
+
+def test_batch_retry_is_replayed(server):
+    batch = [INCREMENT, {"type": "append", "path": "/l", "value": "x"}]
+    first = post_events(server, batch, headers=keyed("batch-1"))
+    assert first.json() == {"version": 2, "applied": 2}
+    retry = post_events(server, batch, headers=keyed("batch-1"))
+    assert retry.json() == {"version": 2, "applied": 2}
+    assert retry.header("Idempotent-Replayed") == "true"
+    assert get_state(server) == {"n": 1, "l": ["x"]}
+
+
+def test_a_rejected_request_is_replayed_as_rejected(server):
+    event = {"type": "remove", "path": "/missing"}
+    first = post_events(server, event, headers=keyed("r"))
+    assert_problem(first, 422, "event-rejected")
+    # Even once the path exists, the retry gets the first answer and is not applied.
+    post_events(server, {"type": "set", "path": "/missing", "value": 1})
+    retry = post_events(server, event, headers=keyed("r"))
+    assert retry.header("Idempotent-Replayed") == "true"
+    assert_problem(retry, 422, "event-rejected")
+    assert get_state(server) == {"missing": 1}
+
+
+def test_keys_are_per_token(reactord):
+    server = reactord("--token", "alice:al1ce-secret:read+fire", "--token", "bob:b0b-secret:fire")
+    alice = {"Authorization": "Bearer al1ce-secret"}
+    bob = {"Authorization": "Bearer b0b-secret"}
+    assert post_events(server, INCREMENT, headers=keyed("shared", alice)).json() == {"version": 1}
+    # Bob's request with the same key is his own: applied, not a replay of Alice's, not a reuse.
+    answer = post_events(server, {"type": "increment", "path": "/n", "by": 10}, headers=keyed("shared", bob))
+    assert answer.status == 200 and answer.json() == {"version": 2}
+    assert answer.header("Idempotent-Replayed") is None
+    # And each one's retry replays their own answer.
+    assert post_events(server, INCREMENT, headers=keyed("shared", alice)).json() == {"version": 1}
+    assert post_events(server, {"type": "increment", "path": "/n", "by": 10}, headers=keyed("shared", bob)).json() == {"version": 2}
+    assert request(server, "GET", "/state", headers=alice).json() == {"n": 11}
+
+
+def test_idempotent_retry_with_curl(server):
+    args = ("-H", "Content-Type: application/json", "-H", "Idempotency-Key: order-42", "--data-binary", json.dumps(INCREMENT))
+    first = curl_response(f"{server.base_url}/events", *args)
+    second = curl_response(f"{server.base_url}/events", *args)
+    assert first.json() == second.json() == {"version": 1}
+    assert first.header("Idempotent-Replayed") is None
+    assert second.header("Idempotent-Replayed") == "true"
+    assert get_state(server) == {"n": 1}
