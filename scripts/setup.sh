@@ -21,7 +21,8 @@ apt_install() {
     fi
 }
 
-apt_install pkg-config libuv1-dev libssl-dev
+apt_install pkg-config libuv1-dev libssl-dev curl
+command -v python3 >/dev/null || apt_install python3
 
 # llhttp: the distribution's package where it has one; otherwise build the C sources
 # that Debian's node-llhttp ships into $PREFIX, under the names upstream's install uses.
@@ -67,5 +68,6 @@ command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.0 or
 root=$(cd "$(dirname "$0")/.." && pwd)
 if ! python3 -c 'import pytest' >/dev/null 2>&1; then
     echo "setup: installing the Python test requirements"
-    python3 -m pip install -q -r "$root/Tests/e2e/requirements.txt"
+    # Debian's own Python refuses pip installs (PEP 668): its python3-pytest package serves then.
+    python3 -m pip install -q -r "$root/Tests/e2e/requirements.txt" 2>/dev/null || apt_install python3-pytest
 fi

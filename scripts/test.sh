@@ -10,3 +10,5 @@ if [ "${1:-}" = "--tsan" ]; then
 fi
 swift build --build-tests
 swift test
+# End-to-end: real reactord processes on 127.0.0.1, driven by curl, http.client and raw sockets.
+python3 -m pytest -q Tests/e2e
