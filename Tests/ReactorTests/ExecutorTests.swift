@@ -6,9 +6,9 @@ import XCTest
 
 /// A core confined to one thread of its own, the way a server confines it to its event loop.
 final class ThreadExecutor: CoreExecutor {
-    private let jobs = Mutex<[@Sendable () -> Void]>([])
+    private let jobs = Locked<[@Sendable () -> Void]>([])
     private let wakeup = DispatchSemaphore(value: 0)
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Locked<pthread_t?>(nil)
     let enqueued = Atomic<Int>(0)
 
     init() {

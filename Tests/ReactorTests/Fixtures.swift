@@ -39,7 +39,7 @@ struct Refusal: Error, Equatable { var reason: String }
 
 /// Records what it is given; thread-safe so tests can read it from anywhere.
 final class Recorder<Value: Sendable>: Subscriber, Sendable {
-    private let received = Mutex<[(version: UInt64, value: Value)]>([])
+    private let received = Locked<[(version: UInt64, value: Value)]>([])
     let onUpdate: @Sendable (Recorder<Value>, Value, UInt64) -> Void
 
     init(onUpdate: @escaping @Sendable (Recorder<Value>, Value, UInt64) -> Void = { _, _, _ in }) {
@@ -70,7 +70,7 @@ final class SeedStyleSubscriber: Subscriber, @unchecked Sendable {
 }
 
 final class RecordingMiddleware: Middleware {
-    let seen = Mutex<[(event: String, count: Int, version: UInt64)]>([])
+    let seen = Locked<[(event: String, count: Int, version: UInt64)]>([])
     let onProcess: @Sendable (Event, Counter) -> Void
 
     init(onProcess: @escaping @Sendable (Event, Counter) -> Void = { _, _ in }) {
@@ -89,8 +89,8 @@ final class RecordingMiddleware: Middleware {
 
 /// Holds what a test must see in `seen`, readable after the core drained.
 final class Box<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
+    private let storage: Locked<Value>
+    init(_ value: Value) { storage = Locked(value) }
     var value: Value { storage.withLock { $0 } }
     func mutate<R>(_ body: (inout Value) -> R) -> R { storage.withLock { body(&$0) } }
 }

@@ -11,11 +11,11 @@ import Synchronization
 /// any thread. Work started on the loop thread runs there directly: no hop, no lock.
 ///
 /// @unchecked Sendable: the uv handles are touched only on the loop thread; `owner` never changes
-/// after `init`, and the inbox is a Mutex.
+/// after `init`, and the inbox is locked.
 public final class EventLoop: CoreExecutor, @unchecked Sendable {
     let loop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
-    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private let inbox = Locked<[@Sendable () -> Void]>([])
     private let owner: pthread_t
     /// Every connection on the loop reads into this one buffer: reads are handled synchronously, so
     /// no connection needs a read buffer of its own.
@@ -35,7 +35,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
 
     /// Starts a thread that creates a loop and runs it until `stop()`; returns once the loop exists.
     public static func startThread(name: String = "reactor.loop") throws -> EventLoop {
-        let created = Mutex<Result<EventLoop, UVError>?>(nil)
+        let created = Locked<Result<EventLoop, UVError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread {
             let result = Result { () throws(UVError) in try EventLoop() }

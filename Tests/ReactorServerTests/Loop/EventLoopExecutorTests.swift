@@ -22,7 +22,7 @@ final class EventLoopExecutorTests: XCTestCase {
 
     final class OnLoopRecorder: Subscriber, Sendable {
         let loop: EventLoop
-        let versions = Mutex<[UInt64]>([])
+        let versions = Locked<[UInt64]>([])
         let offLoop = Atomic<Int>(0)
         init(loop: EventLoop) { self.loop = loop }
         func update(with state: Tally) {}
@@ -38,7 +38,7 @@ final class EventLoopExecutorTests: XCTestCase {
         let core = Core(state: Tally(), executor: loop)
         let recorder = OnLoopRecorder(loop: loop)
         let checked = DispatchSemaphore(value: 0)
-        let inline = Mutex<[Bool]>([])
+        let inline = Locked<[Bool]>([])
         loop.enqueue {
             core.add(subscriber: recorder)
             for amount in 1...100 {
