@@ -53,6 +53,27 @@ struct Reactord: ParsableCommand {
     @Option(help: "Largest request head (request line and headers) in bytes (default 16384).")
     var maxHeaderBytes: Int?
 
+    @Option(help: "Recent transitions kept for subscribers that resume with since=N (default 1024).")
+    var resumeWindow: Int?
+
+    @Option(help: "Bytes a subscriber may leave unsent before the slow-consumer policy applies (default 1048576).")
+    var maxUnsentBytes: Int?
+
+    @Option(help: "What happens to a slow subscriber: snapshot (drop its patches, send a snapshot once it drains) or close (code 4008).")
+    var slowConsumer: SlowConsumerPolicy?
+
+    @Option(help: "Seconds of silence before a WebSocket peer is pinged (default 30).")
+    var pingInterval: Double?
+
+    @Option(help: "Largest WebSocket message a client may send, in bytes (default 1048576).")
+    var maxMessageBytes: Int?
+
+    @Option(name: .customLong("websocket-origin"), help: "An Origin allowed to open a WebSocket (repeatable; default: any).")
+    var webSocketOrigins: [String] = []
+
+    @Flag(name: .customLong("websocket-echo"), help: "Serve /echo, a WebSocket echo endpoint for conformance tests. Never in production.")
+    var webSocketEcho = false
+
     func run() throws {
         var fileSettings = Settings()
         var unknownKeys: [String] = []
@@ -80,6 +101,13 @@ struct Reactord: ParsableCommand {
         settings.idleTimeout = idleTimeout
         settings.maxBodyBytes = maxBodyBytes
         settings.maxHeaderBytes = maxHeaderBytes
+        settings.resumeWindow = resumeWindow
+        settings.maxUnsentBytes = maxUnsentBytes
+        settings.slowConsumer = slowConsumer
+        settings.pingInterval = pingInterval
+        settings.maxMessageBytes = maxMessageBytes
+        settings.webSocketOrigins = webSocketOrigins.isEmpty ? nil : webSocketOrigins
+        settings.webSocketEcho = webSocketEcho ? true : nil
         return settings
     }
 
@@ -125,3 +153,4 @@ struct Reactord: ParsableCommand {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension SlowConsumerPolicy: ExpressibleByArgument {}

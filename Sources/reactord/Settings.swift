@@ -17,6 +17,13 @@ struct Settings {
     var idleTimeout: Double?
     var maxBodyBytes: Int?
     var maxHeaderBytes: Int?
+    var resumeWindow: Int?
+    var maxUnsentBytes: Int?
+    var slowConsumer: SlowConsumerPolicy?
+    var pingInterval: Double?
+    var maxMessageBytes: Int?
+    var webSocketOrigins: [String]?
+    var webSocketEcho: Bool?
 
     /// This layer over `lower`: every setting this layer has wins.
     func resolved(over lower: Settings) -> Settings {
@@ -32,7 +39,14 @@ struct Settings {
             requestTimeout: requestTimeout ?? lower.requestTimeout,
             idleTimeout: idleTimeout ?? lower.idleTimeout,
             maxBodyBytes: maxBodyBytes ?? lower.maxBodyBytes,
-            maxHeaderBytes: maxHeaderBytes ?? lower.maxHeaderBytes
+            maxHeaderBytes: maxHeaderBytes ?? lower.maxHeaderBytes,
+            resumeWindow: resumeWindow ?? lower.resumeWindow,
+            maxUnsentBytes: maxUnsentBytes ?? lower.maxUnsentBytes,
+            slowConsumer: slowConsumer ?? lower.slowConsumer,
+            pingInterval: pingInterval ?? lower.pingInterval,
+            maxMessageBytes: maxMessageBytes ?? lower.maxMessageBytes,
+            webSocketOrigins: webSocketOrigins ?? lower.webSocketOrigins,
+            webSocketEcho: webSocketEcho ?? lower.webSocketEcho
         )
     }
 
@@ -71,6 +85,25 @@ struct Settings {
             guard maxHeaderBytes >= 1024 else { throw ConfigurationError("max-header-bytes must be at least 1024") }
             configuration.limits.maxHeaderBytes = maxHeaderBytes
         }
+        if let resumeWindow {
+            guard resumeWindow >= 0 else { throw ConfigurationError("resume-window must not be negative") }
+            configuration.resumeWindow = resumeWindow
+        }
+        if let maxUnsentBytes {
+            guard maxUnsentBytes >= 1024 else { throw ConfigurationError("max-unsent-bytes must be at least 1024") }
+            configuration.maxUnsentBytes = maxUnsentBytes
+        }
+        if let slowConsumer { configuration.slowConsumerPolicy = slowConsumer }
+        if let pingInterval {
+            guard pingInterval > 0 else { throw ConfigurationError("ping-interval must be positive") }
+            configuration.pingInterval = pingInterval
+        }
+        if let maxMessageBytes {
+            guard maxMessageBytes >= 125 else { throw ConfigurationError("max-message-bytes must be at least 125") }
+            configuration.maxMessageBytes = maxMessageBytes
+        }
+        configuration.webSocketOrigins = webSocketOrigins.map(Set.init)
+        configuration.webSocketEcho = webSocketEcho ?? false
         return configuration
     }
 
@@ -109,12 +142,22 @@ extension Settings {
         settings.idleTimeout = try number("IDLE_TIMEOUT")
         settings.maxBodyBytes = try number("MAX_BODY_BYTES")
         settings.maxHeaderBytes = try number("MAX_HEADER_BYTES")
+        settings.resumeWindow = try number("RESUME_WINDOW")
+        settings.maxUnsentBytes = try number("MAX_UNSENT_BYTES")
+        if let policy = value("SLOW_CONSUMER") {
+            guard let parsed = SlowConsumerPolicy(rawValue: policy) else { throw ConfigurationError("REACTORD_SLOW_CONSUMER must be snapshot or close, not \"\(policy)\"") }
+            settings.slowConsumer = parsed
+        }
+        settings.pingInterval = try number("PING_INTERVAL")
+        settings.maxMessageBytes = try number("MAX_MESSAGE_BYTES")
+        settings.webSocketOrigins = value("WEBSOCKET_ORIGINS").map { $0.split(separator: ",").map(String.init) }
         return settings
     }
 
     static let fileKeys: Set<String> = [
         "host", "port", "tokens", "logLevel", "initialState", "insecure", "corsOrigins", "maxConnections",
-        "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes",
+        "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes", "resumeWindow", "maxUnsentBytes",
+        "slowConsumer", "pingInterval", "maxMessageBytes", "webSocketOrigins",
     ]
 
     /// A JSON config file (docs/configuration.md). Returns the settings and the keys it did not know.
@@ -150,6 +193,16 @@ extension Settings {
             case "maxHeaderBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxHeaderBytes = Int(number)
             case "requestTimeout": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.requestTimeout = number
             case "idleTimeout": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.idleTimeout = number
+            case "resumeWindow": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.resumeWindow = Int(number)
+            case "maxUnsentBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxUnsentBytes = Int(number)
+            case "maxMessageBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxMessageBytes = Int(number)
+            case "pingInterval": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.pingInterval = number
+            case "slowConsumer":
+                guard let text = value.stringValue, let policy = SlowConsumerPolicy(rawValue: text) else { throw fail(key, "snapshot or close") }
+                settings.slowConsumer = policy
+            case "webSocketOrigins":
+                guard let origins = value.arrayValue?.compactMap(\.stringValue), origins.count == value.arrayValue?.count else { throw fail(key, "an array of strings") }
+                settings.webSocketOrigins = origins
             case "tokens":
                 guard let entries = value.arrayValue else { throw fail(key, "an array of {name, secret, scopes, eventTypes?}") }
                 settings.tokens = try entries.map { entry throws(ConfigurationError) in try token(from: entry, path: path) }

@@ -7,12 +7,16 @@ public struct HTTPResponse: Sendable {
     public var contentType: HTTPContentType?
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// Set when the connection changes hands after this response's head (WebSocket, event stream):
+    /// the head then carries no length, and HTTP ends on this connection.
+    public var takeover: ConnectionTakeover?
 
-    public init(status: HTTPStatus, contentType: HTTPContentType? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(status: HTTPStatus, contentType: HTTPContentType? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [], takeover: ConnectionTakeover? = nil) {
         self.status = status
         self.contentType = contentType
         self.headers = headers
         self.body = body
+        self.takeover = takeover
     }
 
     public static func json(_ body: [UInt8], status: HTTPStatus = .ok) -> HTTPResponse {
@@ -63,13 +67,15 @@ struct HTTPResponseEncoder {
         if let contentType = response.contentType {
             buffer.append(contentsOf: contentType.headerLine)
         }
-        // 1xx, 204 and 304 carry no body and no length.
-        if response.status.code >= 200 && response.status.code != 204 && response.status.code != 304 {
+        // 1xx, 204 and 304 carry no body and no length; a stream's body lasts as long as the connection.
+        if response.status.code >= 200 && response.status.code != 204 && response.status.code != 304 && response.takeover == nil {
             buffer.append(contentsOf: Self.contentLength)
             buffer.appendDecimal(response.body.count)
             buffer.append(contentsOf: Self.crlf)
         }
-        if closing {
+        if response.takeover != nil {
+            // The response's own headers say what the connection becomes.
+        } else if closing {
             buffer.append(contentsOf: Self.close)
         } else if keepAliveHeader {
             buffer.append(contentsOf: Self.keepAlive)

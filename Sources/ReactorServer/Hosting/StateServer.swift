@@ -7,6 +7,7 @@ public final class StateServer<StateType: HostedState> {
     public let core: Core<StateType>
     public let http: HTTPServer
     private let service: StateService<StateType>
+    private let subscriptions: SubscriptionService<StateType>
 
     /// Creates the server on `loop`'s thread. `middlewares` are the core's (`process(event:state:)`);
     /// `httpMiddleware` runs after the built-in logging, CORS and auth, in front of the routes.
@@ -24,13 +25,19 @@ public final class StateServer<StateType: HostedState> {
             core.add(interceptor: EventPermissionInterceptor<StateType>())
         }
         service = StateService(core: core, loop: loop, configuration: configuration, logger: logger)
+        subscriptions = SubscriptionService(core: core, loop: loop, configuration: configuration, logger: logger)
         var router = Router()
         service.register(in: &router)
+        subscriptions.register(in: &router)
         var chain: [any HTTPMiddleware] = [RequestLogger(logger: logger)]
         if !configuration.corsOrigins.isEmpty { chain.append(CORSMiddleware(origins: Set(configuration.corsOrigins))) }
         chain.append(AuthMiddleware(tokens: configuration.tokens))
         http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, logger: logger)
+        subscriptions.http = http
     }
+
+    /// Subscribers connected now, over WebSocket and Server-Sent Events.
+    public var subscriberCount: Int { subscriptions.hub.subscriberCount }
 
     /// Binds and listens.
     public func start() throws(UVError) {

@@ -107,7 +107,7 @@ extension OrderedDictionary where Key == String, Value == JSON {
     /// True when both dictionaries use the same key and value buffers, so
     /// they are equal without looking at any member. (Arrays get the same
     /// shortcut from the standard library's `==`.)
-    fileprivate func sharesStorage(with other: Self) -> Bool {
+    func sharesStorage(with other: Self) -> Bool {
         let keyBuffer = keys.elements.withUnsafeBufferPointer { $0.baseAddress }
         let otherKeyBuffer = other.keys.elements.withUnsafeBufferPointer { $0.baseAddress }
         guard keyBuffer == otherKeyBuffer else { return false }

@@ -29,10 +29,14 @@ private struct JSONDiffBuilder {
     }
 
     mutating func diff(_ source: JSON, _ target: JSON) {
+        // Successive states share what did not change: such subtrees are skipped without a look
+        // inside, so diffing a large state after a small event costs about the event's path.
         switch (source, target) {
         case let (.object(old), .object(new)):
+            if old.sharesStorage(with: new) { return }
             diffObjects(old, new, whole: target)
         case let (.array(old), .array(new)):
+            if old.count == new.count, old.withUnsafeBufferPointer({ $0.baseAddress }) == new.withUnsafeBufferPointer({ $0.baseAddress }) { return }
             diffArrays(old, new)
         default:
             if source != target {

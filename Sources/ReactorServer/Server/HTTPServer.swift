@@ -13,6 +13,8 @@ public final class HTTPServer {
     private let responder: HTTPResponder
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
+    /// Connections that speak another protocol now (WebSocket, event streams), by their TCP connection.
+    private var upgraded: [ObjectIdentifier: any UpgradedConnection] = [:]
     private let sweepTimer: UnsafeMutablePointer<uv_timer_t>
     private var encoder = HTTPResponseEncoder()
     private var date = HTTPDate()
@@ -24,7 +26,7 @@ public final class HTTPServer {
 
     /// The port the server listens on (the one the system chose when configured with 0).
     public var port: Int { listener?.port ?? 0 }
-    public var connectionCount: Int { connections.count }
+    public var connectionCount: Int { connections.count + upgraded.count }
 
     /// Creates the server on `loop`'s thread; `start()` binds and listens.
     public init(loop: EventLoop, configuration: ServerConfiguration, router: Router, middleware: [any HTTPMiddleware], logger: Logger) {
@@ -67,6 +69,7 @@ public final class HTTPServer {
         for connection in connections.values where !connection.isMidRequest && !connection.hasPendingResponses {
             connection.tcp.close()
         }
+        for connection in upgraded.values { connection.serverIsShuttingDown() }
         let forceAt = now + UInt64(seconds * 1000)
         closeIdleBefore = forceAt
         checkDrained()
@@ -81,7 +84,7 @@ public final class HTTPServer {
     var now: UInt64 { uv_now(loop.loop) }
 
     private func accept(_ tcp: TCPConnection) {
-        guard connections.count < configuration.maxConnections else {
+        guard connectionCount < configuration.maxConnections else {
             logger.warning("connection refused: too many connections", metadata: ["limit": "\(configuration.maxConnections)"])
             write(Problem.tooManyConnections(limit: configuration.maxConnections).response, isHead: false, closing: true, keepAliveHeader: false, to: tcp)
             tcp.closeAfterWriting()
@@ -96,8 +99,20 @@ public final class HTTPServer {
         checkDrained()
     }
 
+    func connectionUpgraded(_ connection: HTTPServerConnection, to upgraded: any UpgradedConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+        self.upgraded[ObjectIdentifier(connection.tcp)] = upgraded
+        if isShuttingDown { upgraded.serverIsShuttingDown() }
+    }
+
+    /// An upgraded connection's TCP connection closed.
+    public func upgradedConnectionClosed(_ tcp: TCPConnection) {
+        upgraded[ObjectIdentifier(tcp)] = nil
+        checkDrained()
+    }
+
     private func checkDrained() {
-        if let onDrained, connections.isEmpty {
+        if let onDrained, connections.isEmpty, upgraded.isEmpty {
             self.onDrained = nil
             // Closed here rather than in deinit: by deinit the loop may have closed it already.
             uv_close(UnsafeMutableRawPointer(sweepTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
@@ -133,8 +148,10 @@ public final class HTTPServer {
         let now = self.now
         if let force = closeIdleBefore, now >= force {
             for connection in connections.values { connection.tcp.close() }
+            for connection in upgraded.values { connection.close() }
             return
         }
+        for connection in upgraded.values { connection.tick(now: now) }
         for connection in connections.values where connection.deadline <= now && !connection.hasPendingResponses {
             if onDrained != nil {
                 connection.tcp.close()

@@ -14,6 +14,8 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     /// After this response the connection closes (a request without keep-alive, or an error).
     private var closeAfter: UInt64?
     private var isReadingPaused = false
+    /// Bytes that followed an upgrade request: they belong to the protocol that takes over.
+    private var upgradeLeftover: [UInt8] = []
 
     /// Bytes of a request have arrived and it is not complete yet.
     private(set) var isMidRequest = false
@@ -59,11 +61,19 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             case .expectsContinue:
                 tcp.write(Self.continueLine)
             case .upgrade(let request, let leftover):
-                // No upgrade is served yet: keep speaking HTTP and answer the request as it is.
-                parser.declineUpgrade()
-                isMidRequest = !leftover.isEmpty
+                guard request.headers.containsToken("websocket", in: "Upgrade") else {
+                    // Another protocol (h2c, say): ignore the offer and go on speaking HTTP/1.1.
+                    parser.declineUpgrade()
+                    isMidRequest = !leftover.isEmpty
+                    handle(request)
+                    if !leftover.isEmpty { leftover.withUnsafeBytes { self.connection(connection, didRead: $0) } }
+                    return
+                }
+                // HTTP ends here: the route answers 101 and takes the connection over, or refuses and closes.
+                isMidRequest = false
+                upgradeLeftover = leftover
+                closeAfter = nextSequence
                 handle(request)
-                if !leftover.isEmpty { leftover.withUnsafeBytes { self.connection(connection, didRead: $0) } }
                 return
             case .error(let error):
                 isMidRequest = false
@@ -140,6 +150,11 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             let current = firstSlotSequence
             slots.removeFirst()
             firstSlotSequence += 1
+            if let takeover = slot.response.takeover {
+                server.write(slot.response, isHead: false, closing: false, keepAliveHeader: false, to: tcp)
+                server.connectionUpgraded(self, to: takeover.attach(tcp, upgradeLeftover))
+                return
+            }
             // While the server shuts down, the last answer due is the last one: it says so.
             let closing = closeAfter == current || (server.isShuttingDown && slots.isEmpty && !isMidRequest)
             server.write(slot.response, isHead: slot.isHead, closing: closing, keepAliveHeader: slot.isHTTP10 && slot.keepAlive, to: tcp)

@@ -19,5 +19,31 @@ public struct ServerConfiguration: Sendable {
     public var idempotencyWindow = 300.0
     public var idempotencyCapacity = 10_000
 
+    // Subscriptions (WebSocket and Server-Sent Events).
+    /// How many recent transitions are kept for subscribers that reconnect with `since`.
+    public var resumeWindow = 1024
+    /// Bytes a subscriber may leave unsent before the slow-consumer policy applies.
+    public var maxUnsentBytes = 1 << 20
+    public var slowConsumerPolicy = SlowConsumerPolicy.snapshot
+    /// Seconds of silence before a WebSocket peer is pinged, and for its pong.
+    public var pingInterval = 30.0
+    public var pingTimeout = 10.0
+    /// Seconds between heartbeat comments on an event stream.
+    public var heartbeatInterval = 15.0
+    /// Largest WebSocket message (and frame) a client may send.
+    public var maxMessageBytes = 1 << 20
+    /// Origins allowed to open a WebSocket; nil allows any (browsers send one; other clients need not).
+    public var webSocketOrigins: Set<String>?
+    /// Serves `/echo`, a WebSocket echo endpoint for conformance testing (Autobahn). Off by default.
+    public var webSocketEcho = false
+
     public init() {}
+}
+
+/// What happens to a subscriber that does not read fast enough.
+public enum SlowConsumerPolicy: String, Sendable, CaseIterable {
+    /// Drop its queued patches; once its socket drains it gets one fresh snapshot.
+    case snapshot
+    /// Close it with code 4008.
+    case close
 }

@@ -1,0 +1,85 @@
+/// A client subscribed with Server-Sent Events (`GET /stream`): the same messages as over WebSocket,
+/// as `id:`/`event:`/`data:` records, with heartbeat comments so proxies keep the stream open.
+final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate, UpgradedConnection, SubscriptionSink {
+    private let tcp: TCPConnection
+    private unowned let server: HTTPServer
+    private let hub: SubscriptionHub<StateType>
+    private let selection: SubscriptionSelection
+    private let configuration: ServerConfiguration
+    private let heartbeatEvery: UInt64
+    private var lastWrite: UInt64
+    private var isLagging = false
+
+    private static var heartbeat: [UInt8] { Array(": heartbeat\n\n".utf8) }
+
+    init(tcp: TCPConnection, server: HTTPServer, hub: SubscriptionHub<StateType>, selection: SubscriptionSelection, configuration: ServerConfiguration) {
+        self.tcp = tcp
+        self.server = server
+        self.hub = hub
+        self.selection = selection
+        self.configuration = configuration
+        heartbeatEvery = UInt64(configuration.heartbeatInterval * 1000)
+        lastWrite = server.now
+        tcp.delegate = self
+    }
+
+    func start(since: UInt64?) {
+        // A browser's EventSource reconnects after this many milliseconds.
+        tcp.write(Array("retry: 1000\n\n".utf8))
+        for message in hub.subscribe(self, to: selection, since: since) { write(message.serverSentEvent) }
+        // The client says nothing more; reading lets us notice when it goes away.
+        tcp.startReading()
+    }
+
+    private func write(_ bytes: [UInt8]) {
+        lastWrite = server.now
+        tcp.write(bytes)
+    }
+
+    func deliver(_ message: SubscriberMessage) {
+        guard !isLagging, !tcp.isClosed else { return }
+        let event = message.serverSentEvent
+        guard tcp.queuedBytes + event.count <= configuration.maxUnsentBytes else {
+            hub.slowConsumers += 1
+            switch configuration.slowConsumerPolicy {
+            case .snapshot: isLagging = true
+            case .close: tcp.close()
+            }
+            return
+        }
+        write(event)
+    }
+
+    // MARK: TCPConnectionDelegate
+
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {}
+
+    func connectionDidEnd(_ connection: TCPConnection) {
+        tcp.close()
+    }
+
+    func connectionDidDrain(_ connection: TCPConnection) {
+        guard isLagging else { return }
+        isLagging = false
+        write(hub.snapshot(for: selection).serverSentEvent)
+    }
+
+    func connectionDidClose(_ connection: TCPConnection) {
+        hub.unsubscribe(self, from: selection)
+        server.upgradedConnectionClosed(tcp)
+    }
+
+    // MARK: UpgradedConnection
+
+    func tick(now: UInt64) {
+        if now >= lastWrite + heartbeatEvery, !tcp.isClosed { write(Self.heartbeat) }
+    }
+
+    func serverIsShuttingDown() {
+        tcp.closeAfterWriting()
+    }
+
+    func close() {
+        tcp.close()
+    }
+}

@@ -1,0 +1,42 @@
+/// One message for subscribers, encoded once: every subscriber of a selection gets the same bytes,
+/// framed for its transport the first time one of them asks.
+final class SubscriberMessage {
+    let version: UInt64
+    /// The message's `"type"`, also the SSE event name.
+    let kind: String
+    let json: [UInt8]
+
+    private(set) lazy var webSocketFrame: [UInt8] = WebSocketFrameEncoder.frame(opcode: .text, payload: json)
+
+    private(set) lazy var serverSentEvent: [UInt8] = {
+        var bytes = Array("id: ".utf8)
+        bytes.appendDecimal(version)
+        bytes.append(contentsOf: "\nevent: \(kind)\ndata: ".utf8)
+        // Compact JSON escapes every control character, so the data is one line.
+        bytes.append(contentsOf: json)
+        bytes.append(contentsOf: "\n\n".utf8)
+        return bytes
+    }()
+
+    init(version: UInt64, kind: String, members: JSON.Object) {
+        self.version = version
+        self.kind = kind
+        var object: JSON.Object = ["type": .string(kind), "version": .integer(Int64(version))]
+        for (key, value) in members { object[key] = value }
+        json = JSON.object(object).jsonBytes
+    }
+
+    static func snapshot(_ version: UInt64, _ state: JSON, resumed: Bool? = nil) -> SubscriberMessage {
+        var members: JSON.Object = ["state": state]
+        if let resumed { members["resumed"] = .bool(resumed) }
+        return SubscriberMessage(version: version, kind: "snapshot", members: members)
+    }
+
+    static func patch(_ version: UInt64, _ operations: [JSONPatchOperation]) -> SubscriberMessage {
+        SubscriberMessage(version: version, kind: "patch", members: ["ops": operations.json])
+    }
+
+    static func state(_ version: UInt64, _ state: JSON) -> SubscriberMessage {
+        SubscriberMessage(version: version, kind: "state", members: ["state": state])
+    }
+}

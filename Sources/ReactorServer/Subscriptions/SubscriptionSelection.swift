@@ -1,0 +1,46 @@
+/// What a subscriber watches: a sub-tree of the state (`?path=`), as patches or as whole states (`?mode=`).
+struct SubscriptionSelection: Hashable {
+    enum Mode: String, Hashable {
+        /// RFC 6902 patches after the snapshot.
+        case patch
+        /// The whole selected value on every change.
+        case state
+    }
+
+    let path: JSONPointer
+    let mode: Mode
+
+    /// Reads `path`, `mode` and `since` from a request's query; the problem names the bad parameter.
+    static func parse(_ request: HTTPRequest, lastEventID: String? = nil) -> Result<(SubscriptionSelection, since: UInt64?), Problem> {
+        var path = JSONPointer.root
+        if let text = request.queryValue("path") {
+            do {
+                path = try JSONPointer(text)
+            } catch {
+                return .failure(.invalidParameter("path", "path must be a JSON Pointer (RFC 6901) such as /players/0: \(error.message)"))
+            }
+        }
+        let mode: Mode
+        switch request.queryValue("mode") {
+        case nil, "patch": mode = .patch
+        case "state": mode = .state
+        case let other?: return .failure(.invalidParameter("mode", "mode must be patch or state, not \"\(other)\""))
+        }
+        var since: UInt64?
+        if let text = request.queryValue("since") ?? lastEventID {
+            guard let version = UInt64(text) else {
+                return .failure(.invalidParameter("since", "since must be a version number, not \"\(text)\""))
+            }
+            since = version
+        }
+        return .success((SubscriptionSelection(path: path, mode: mode), since))
+    }
+
+    /// Whether a change at `changed` (an operation's path) may change what this selection sees.
+    func isTouched(by changed: JSONPointer) -> Bool {
+        if changed.tokens.starts(with: path.tokens) || path.tokens.starts(with: changed.tokens) { return true }
+        // An insertion or removal in an array above the selection shifts what its index points at.
+        guard let last = changed.lastToken, last == "-" || JSONPointer.arrayIndex(from: last) != nil else { return false }
+        return path.tokens.starts(with: changed.tokens.dropLast())
+    }
+}

@@ -1,0 +1,113 @@
+import Logging
+import Reactor
+
+/// The live endpoints of a hosted state: `GET /subscribe` (WebSocket), `GET /stream` (Server-Sent
+/// Events), and, when enabled, `GET /echo` (a WebSocket echo for conformance suites).
+final class SubscriptionService<StateType: HostedState> {
+    let hub: SubscriptionHub<StateType>
+    private let core: Core<StateType>
+    private let loop: EventLoop
+    private let configuration: ServerConfiguration
+    private let logger: Logger
+    /// Set once the HTTP server exists (it is built from the routes registered here).
+    weak var http: HTTPServer?
+
+    static var subprotocol: String { "reactor.v1" }
+
+    init(core: Core<StateType>, loop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
+        self.core = core
+        self.loop = loop
+        self.configuration = configuration
+        self.logger = logger
+        hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, logger: logger)
+        core.add(subscriber: hub)
+    }
+
+    func register(in router: inout Router) {
+        router.add(.get, "/subscribe", scope: .read) { [unowned self] request, context, respond in
+            respond(subscribe(request, context: context))
+        }
+        router.add(.get, "/stream", scope: .read) { [unowned self] request, _, respond in
+            respond(stream(request))
+        }
+        if configuration.webSocketEcho {
+            router.add(.get, "/echo", scope: nil) { [unowned self] request, _, respond in
+                respond(echo(request))
+            }
+        }
+    }
+
+    private var webSocketLimits: WebSocketLimits {
+        WebSocketLimits(maxFramePayload: configuration.maxMessageBytes, maxMessageSize: configuration.maxMessageBytes)
+    }
+
+    private var timing: WebSocketConnection.Timing {
+        WebSocketConnection.Timing(pingAfter: UInt64(configuration.pingInterval * 1000), pongWithin: UInt64(configuration.pingTimeout * 1000))
+    }
+
+    private func subscribe(_ request: HTTPRequest, context: RequestContext) -> HTTPResponse {
+        let selection: SubscriptionSelection
+        let since: UInt64?
+        switch SubscriptionSelection.parse(request) {
+        case .success(let parsed): (selection, since) = parsed
+        case .failure(let problem): return problem.response
+        }
+        let principal = context.principal
+        let mayFire = configuration.tokens.isEmpty || principal?.token.allows(.fire) == true
+        return handshake(request, subprotocols: [Self.subprotocol]) { [unowned self] tcp, leftover in
+            let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing)
+            let subscriber = WebSocketSubscriber(connection: connection, hub: hub, core: core, loop: loop, selection: selection,
+                                                 principal: principal, mayFire: mayFire, configuration: configuration, logger: logger)
+            subscriber.start(since: since, leftover: leftover)
+            return connection
+        }
+    }
+
+    private func echo(_ request: HTTPRequest) -> HTTPResponse {
+        handshake(request, subprotocols: []) { [unowned self] tcp, leftover in
+            let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing)
+            connection.handler = WebSocketEcho()
+            connection.start(leftover: leftover)
+            return connection
+        }
+    }
+
+    /// The 101 that hands the connection to `attach`, or the problem with the handshake.
+    private func handshake(_ request: HTTPRequest, subprotocols: [String], attach: @escaping (TCPConnection, [UInt8]) -> any UpgradedConnection) -> HTTPResponse {
+        guard request.headers.contains("Upgrade") else {
+            return Problem(status: .upgradeRequired, kind: "websocket-required", title: "WebSocket required",
+                           detail: "\(request.path) speaks WebSocket: open it with a WebSocket client (Upgrade: websocket)",
+                           headers: [("Upgrade", "websocket"), ("Sec-WebSocket-Version", WebSocketHandshake.version)]).response
+        }
+        let policy = WebSocketHandshakePolicy(subprotocols: subprotocols, allowedOrigins: configuration.webSocketOrigins, allowsMissingOrigin: true)
+        let version = request.version == .http1_1 ? "HTTP/1.1" : "HTTP/1.0"
+        switch WebSocketHandshake.validate(method: request.method.name, httpVersion: version, header: { name in
+            let values = request.headers.values(for: name)
+            return values.isEmpty ? nil : values.joined(separator: ", ")
+        }, policy: policy) {
+        case .failure(let failure):
+            let status = failure.status == 426 ? HTTPStatus.upgradeRequired : failure.status == 403 ? .forbidden : .badRequest
+            return Problem(status: status, kind: "websocket-handshake", title: "WebSocket handshake refused",
+                           detail: failure.reason, headers: failure.responseHeaders).response
+        case .success(let acceptance):
+            var headers: [(name: String, value: String)] = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", acceptance.acceptKey)]
+            if let subprotocol = acceptance.subprotocol { headers.append(("Sec-WebSocket-Protocol", subprotocol)) }
+            return HTTPResponse(status: .switchingProtocols, headers: headers, takeover: ConnectionTakeover(attach: attach))
+        }
+    }
+
+    private func stream(_ request: HTTPRequest) -> HTTPResponse {
+        let selection: SubscriptionSelection
+        let since: UInt64?
+        switch SubscriptionSelection.parse(request, lastEventID: request.headers["Last-Event-ID"]) {
+        case .success(let parsed): (selection, since) = parsed
+        case .failure(let problem): return problem.response
+        }
+        let takeover = ConnectionTakeover { [unowned self] tcp, _ in
+            let subscriber = EventStreamSubscriber(tcp: tcp, server: http!, hub: hub, selection: selection, configuration: configuration)
+            subscriber.start(since: since)
+            return subscriber
+        }
+        return HTTPResponse(status: .ok, contentType: .eventStream, headers: [("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")], takeover: takeover)
+    }
+}

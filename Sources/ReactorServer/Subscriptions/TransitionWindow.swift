@@ -1,0 +1,35 @@
+/// The patches of the most recent transitions, so that a subscriber that reconnects with
+/// `since=N` gets what it missed instead of a whole new snapshot.
+struct TransitionWindow {
+    struct Transition {
+        let version: UInt64
+        let operations: [JSONPatchOperation]
+    }
+
+    private var ring: [Transition] = []
+    private var start = 0
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 0)
+    }
+
+    mutating func append(_ transition: Transition) {
+        guard capacity > 0 else { return }
+        if ring.count < capacity {
+            ring.append(transition)
+        } else {
+            ring[start] = transition
+            start = (start + 1) % capacity
+        }
+    }
+
+    /// The transitions after `since` up to `current`, in order; nil when the window no longer holds
+    /// them all (or `since` is ahead of `current`).
+    func transitions(after since: UInt64, current: UInt64) -> [Transition]? {
+        if since == current { return [] }
+        guard since < current, let oldest = ring.isEmpty ? nil : ring[start].version, since + 1 >= oldest else { return nil }
+        let skip = Int(since + 1 - oldest)
+        return (skip..<ring.count).map { ring[(start + $0) % ring.count] }
+    }
+}

@@ -1,0 +1,117 @@
+import Logging
+import Reactor
+
+/// A client subscribed over WebSocket: gets its selection's messages, may fire events over the
+/// same socket, and is held to the slow-consumer policy.
+final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler, SubscriptionSink {
+    private let connection: WebSocketConnection
+    private let hub: SubscriptionHub<StateType>
+    private let core: Core<StateType>
+    private let selection: SubscriptionSelection
+    private let principal: Principal?
+    private let mayFire: Bool
+    private let configuration: ServerConfiguration
+    private let logger: Logger
+    /// Behind: queued messages were dropped, and a fresh snapshot goes out once the socket drains.
+    private var isLagging = false
+    private let loop: EventLoop
+
+    init(connection: WebSocketConnection, hub: SubscriptionHub<StateType>, core: Core<StateType>, loop: EventLoop,
+         selection: SubscriptionSelection, principal: Principal?, mayFire: Bool, configuration: ServerConfiguration, logger: Logger) {
+        self.connection = connection
+        self.hub = hub
+        self.core = core
+        self.loop = loop
+        self.selection = selection
+        self.principal = principal
+        self.mayFire = mayFire
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    func start(since: UInt64?, leftover: [UInt8]) {
+        connection.handler = self
+        for message in hub.subscribe(self, to: selection, since: since) { connection.send(frame: message.webSocketFrame) }
+        connection.start(leftover: leftover)
+    }
+
+    // MARK: SubscriptionSink
+
+    func deliver(_ message: SubscriberMessage) {
+        guard !isLagging, !connection.isClosing else { return }
+        let frame = message.webSocketFrame
+        guard connection.unsentBytes + frame.count <= configuration.maxUnsentBytes else {
+            return fallBehind()
+        }
+        connection.send(frame: frame)
+    }
+
+    private func fallBehind() {
+        hub.slowConsumers += 1
+        switch configuration.slowConsumerPolicy {
+        case .snapshot:
+            isLagging = true
+            logger.notice("slow subscriber: dropping its patches until it drains", metadata: ["unsent": "\(connection.unsentBytes)", "token": "\(principal?.name ?? "-")"])
+        case .close:
+            logger.notice("slow subscriber closed", metadata: ["unsent": "\(connection.unsentBytes)", "token": "\(principal?.name ?? "-")"])
+            connection.close(.slowConsumer, reason: "too slow: more than \(configuration.maxUnsentBytes) bytes unsent")
+        }
+    }
+
+    // MARK: WebSocketMessageHandler
+
+    func webSocketDidDrain(_ connection: WebSocketConnection) {
+        guard isLagging else { return }
+        isLagging = false
+        connection.send(frame: hub.snapshot(for: selection).webSocketFrame)
+    }
+
+    func webSocketDidClose(_ connection: WebSocketConnection) {
+        hub.unsubscribe(self, from: selection)
+    }
+
+    func webSocket(_ connection: WebSocketConnection, received opcode: WebSocketOpcode, payload: [UInt8]) {
+        guard opcode == .text else {
+            return connection.close(.unsupportedData, reason: "this endpoint speaks JSON text messages")
+        }
+        let message: JSON
+        do {
+            message = try JSON(parsing: payload)
+        } catch {
+            return reply(error: .malformedJSON(error), id: .null)
+        }
+        let id = message["id"] ?? .null
+        guard message["type"] == "fire" else {
+            return reply(error: .invalidParameter("type", "a client message is {\"type\":\"fire\",\"id\":...,\"event\":{...}}"), id: id)
+        }
+        guard mayFire else {
+            return reply(error: .forbidden("token \(principal?.name ?? "-") lacks the fire scope"), id: id)
+        }
+        guard let eventJSON = message["event"] else {
+            return reply(error: .invalidEvent("the fire message has no \"event\""), id: id)
+        }
+        let event: any Event
+        do {
+            event = try StateType.eventRegistry.decode(eventJSON)
+        } catch {
+            return reply(error: StateService<StateType>.problem(for: error, index: nil), id: id)
+        }
+        let this = LoopBound(self, loop: loop)
+        core.fire(event: event, origin: principal) { result in
+            switch result {
+            case .success(let version):
+                this.value.reply(JSON.object(["type": "ack", "id": id, "version": .integer(Int64(version))]))
+            case .failure(let error):
+                this.value.reply(error: StateService<StateType>.problem(for: error, index: nil), id: id)
+            }
+        }
+    }
+
+    private func reply(error problem: Problem, id: JSON) {
+        reply(JSON.object(["type": "error", "id": id, "problem": problem.json]))
+    }
+
+    private func reply(_ message: JSON) {
+        connection.send(text: message.jsonBytes)
+    }
+}

@@ -1,0 +1,127 @@
+/// What a WebSocket connection's owner hears, on the loop thread.
+protocol WebSocketMessageHandler: AnyObject {
+    func webSocket(_ connection: WebSocketConnection, received opcode: WebSocketOpcode, payload: [UInt8])
+    /// Everything sent so far has reached the kernel.
+    func webSocketDidDrain(_ connection: WebSocketConnection)
+    func webSocketDidClose(_ connection: WebSocketConnection)
+}
+
+/// A WebSocket after its handshake: decodes frames, answers pings, pings a quiet peer and drops a
+/// dead one, and runs the close handshake. What the messages mean is the handler's business.
+final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
+    struct Timing {
+        /// A peer silent this long is pinged.
+        var pingAfter: UInt64 = 30_000
+        /// A ping unanswered this long means the peer is gone.
+        var pongWithin: UInt64 = 10_000
+    }
+
+    let tcp: TCPConnection
+    /// Held until the connection closes (nothing else need own an echo handler).
+    var handler: WebSocketMessageHandler?
+    private unowned let server: HTTPServer
+    private var decoder: WebSocketFrameDecoder
+    private let timing: Timing
+    private var lastHeard: UInt64
+    private var pingSentAt: UInt64?
+    private(set) var isClosing = false
+
+    init(tcp: TCPConnection, server: HTTPServer, limits: WebSocketLimits, timing: Timing) {
+        self.tcp = tcp
+        self.server = server
+        self.timing = timing
+        decoder = WebSocketFrameDecoder(limits: limits)
+        lastHeard = server.now
+        tcp.delegate = self
+    }
+
+    /// Starts reading, after handling the bytes that came with the handshake.
+    func start(leftover: [UInt8]) {
+        if !leftover.isEmpty { leftover.withUnsafeBytes { received($0) } }
+        tcp.startReading()
+    }
+
+    /// Sends a complete frame (made once, perhaps sent to many).
+    func send(frame: [UInt8]) {
+        guard !isClosing else { return }
+        tcp.write(frame)
+    }
+
+    func send(text: [UInt8]) {
+        send(frame: WebSocketFrameEncoder.frame(opcode: .text, payload: text))
+    }
+
+    /// Starts the close handshake with `code`; the connection closes once the frame is written and
+    /// the peer has had its chance to answer.
+    func close(_ code: WebSocketCloseCode, reason: String = "") {
+        guard !isClosing, !tcp.isClosed else { return }
+        isClosing = true
+        tcp.write(WebSocketFrameEncoder.closeFrame(code: code, reason: reason))
+        tcp.closeAfterWriting()
+    }
+
+    var unsentBytes: Int { tcp.queuedBytes }
+
+    // MARK: TCPConnectionDelegate
+
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        received(bytes)
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        lastHeard = server.now
+        pingSentAt = nil
+        var input = bytes
+        while !isClosing, let event = decoder.next(from: &input) {
+            switch event {
+            case .message(let opcode, let payload):
+                handler?.webSocket(self, received: opcode, payload: payload)
+            case .ping(let payload):
+                tcp.write(WebSocketFrameEncoder.frame(opcode: .pong, payload: payload))
+            case .pong:
+                break
+            case .close(let code, _):
+                // Echo the peer's code (none if it sent none), then close our side.
+                isClosing = true
+                tcp.write(WebSocketFrameEncoder.closeFrame(code: code))
+                tcp.closeAfterWriting()
+            case .protocolError(let code, let reason):
+                close(code, reason: reason)
+            }
+        }
+    }
+
+    func connectionDidEnd(_ connection: TCPConnection) {
+        tcp.close()
+    }
+
+    func connectionDidDrain(_ connection: TCPConnection) {
+        handler?.webSocketDidDrain(self)
+    }
+
+    func connectionDidClose(_ connection: TCPConnection) {
+        handler?.webSocketDidClose(self)
+        handler = nil
+        server.upgradedConnectionClosed(tcp)
+    }
+
+    // MARK: UpgradedConnection
+
+    func tick(now: UInt64) {
+        guard !isClosing else { return }
+        if let pingSentAt {
+            if now >= pingSentAt + timing.pongWithin { tcp.close() }
+        } else if now >= lastHeard + timing.pingAfter {
+            pingSentAt = now
+            tcp.write(WebSocketFrameEncoder.frame(opcode: .ping, payload: []))
+        }
+    }
+
+    func serverIsShuttingDown() {
+        close(.goingAway, reason: "the server is shutting down")
+    }
+
+    func close() {
+        tcp.close()
+    }
+}
