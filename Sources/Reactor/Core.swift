@@ -252,6 +252,14 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     @inlinable
     func accept(_ job: Job) {
+        // The common case on an event loop: nothing queued, nothing running. Run it straight away.
+        if !draining && pending.isEmpty {
+            draining = true
+            run(job)
+            while let next = pending.popFirst() { run(next) }
+            draining = false
+            return
+        }
         pending.append(job)
         guard !draining else { return }
         draining = true

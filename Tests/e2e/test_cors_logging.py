@@ -137,11 +137,11 @@ def test_log_level_notice_leaves_requests_out(reactord):
     assert "stopped" in log  # notice lines are still there
 
 
-def test_log_level_debug_adds_event_details(reactord):
-    server = reactord("--log-level", "debug")
+def test_each_applied_event_is_logged_with_its_type_and_version(reactord):
+    server = reactord()
     post_events(server, {"type": "increment", "path": "/n"})
     server.wait_for_log(r"path=/events")
-    assert re.search(r"debug reactord: .*type=increment.*version=1", server.log()), server.log()
+    assert re.search(r"info reactord: .*type=increment.*version=1.*\] event$", server.log(), re.M), server.log()
 
 
 def test_limit_errors_are_logged_like_other_requests(reactord):

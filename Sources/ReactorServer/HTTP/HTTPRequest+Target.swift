@@ -5,7 +5,8 @@ extension HTTPRequest {
     /// absolute-form target (`http://host/p?q`) it is the part after the authority.
     public var path: Substring {
         var path = target[...]
-        if let query = path.firstIndex(of: "?") { path = path[..<query] }
+        // Scanning UTF-8 bytes, not Characters: the target is ASCII, and grapheme breaking is slow.
+        if let query = target.utf8.firstIndex(of: UInt8(ascii: "?")) { path = target[..<query] }
         guard !path.hasPrefix("/"), let schemeEnd = path.firstRange(of: "://") else { return path }
         let authority = path[schemeEnd.upperBound...]
         guard let slash = authority.firstIndex(of: "/") else { return "/" }
@@ -14,7 +15,7 @@ extension HTTPRequest {
 
     /// Everything after the first `?`, without it; nil when there is no `?`.
     public var query: Substring? {
-        guard let mark = target.firstIndex(of: "?") else { return nil }
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         return target[target.index(after: mark)...]
     }
 
@@ -34,7 +35,14 @@ extension HTTPRequest {
 
     /// The first value for `name` in the query.
     public func queryValue(_ name: String) -> String? {
-        queryItems.first { $0.name == name }?.value
+        guard let query else { return nil }
+        for pair in query.split(separator: "&") {
+            let equals = pair.firstIndex(of: "=") ?? pair.endIndex
+            guard HTTPPercentDecoding.decode(pair[..<equals], plusAsSpace: true) == name else { continue }
+            let value = equals == pair.endIndex ? pair[equals...] : pair[pair.index(after: equals)...]
+            return HTTPPercentDecoding.decode(value, plusAsSpace: true)
+        }
+        return nil
     }
 }
 

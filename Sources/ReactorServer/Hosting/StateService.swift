@@ -63,7 +63,7 @@ final class StateService<StateType: HostedState> {
     }
 
     private func applyEvents(_ request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
-        guard Self.isJSON(request.headers["Content-Type"]) else {
+        guard Self.isJSON(request.headers.firstValueBytes("Content-Type")) else {
             return respond(Problem.unsupportedMediaType(request.headers["Content-Type"], expected: "application/json").response)
         }
         let mode: BatchMode
@@ -89,15 +89,13 @@ final class StateService<StateType: HostedState> {
         } catch {
             return respond(Self.problem(for: error, index: nil).response)
         }
-        let respond = LoopBound(respond, loop: loop)
-        core.fire(event: event, origin: origin) { [logger] result in
-            let respond = respond.value
+        let responder = LoopBoundResponder(respond, loop: loop)
+        core.fire(event: event, origin: origin) { result in
             switch result {
             case .success(let version):
-                logger.debug("event applied", metadata: ["type": "\(registry.typeName(of: event) ?? "?")", "version": "\(version)"])
-                respond(.json(Self.versionBody(version)))
+                responder.respond(.json(Self.versionBody(version)))
             case .failure(let error):
-                respond(Self.problem(for: error, index: nil).response)
+                responder.respond(Self.problem(for: error, index: nil).response)
             }
         }
     }
@@ -117,9 +115,9 @@ final class StateService<StateType: HostedState> {
                 undecodable.append((index, problem))
             }
         }
-        let respond = LoopBound(respond, loop: loop)
+        let responder = LoopBoundResponder(respond, loop: loop)
         core.fire(events: events, mode: mode, origin: origin) { [undecodable, positions] result in
-            let respond = respond.value
+            let respond = responder.respond
             switch result {
             case .success(let outcome):
                 var rejected = undecodable
@@ -153,11 +151,25 @@ final class StateService<StateType: HostedState> {
         }
     }
 
-    /// `application/json`, or any `+json` type, with or without parameters.
-    static func isJSON(_ contentType: String?) -> Bool {
+    /// `application/json`, or any `application/…+json` type, with or without parameters; compared as
+    /// bytes, ignoring ASCII case (this runs for every event posted).
+    static func isJSON(_ contentType: ArraySlice<UInt8>?) -> Bool {
         guard let contentType else { return false }
-        let mediaType = contentType.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
-        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+        var mediaType = contentType.prefix { $0 != UInt8(ascii: ";") }
+        while let last = mediaType.last, last == 32 || last == 9 { mediaType = mediaType.dropLast() }
+        func lowered(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte | 0x20 : byte }
+        func hasPrefix(_ prefix: StaticString) -> Bool {
+            prefix.withUTF8Buffer { wanted in
+                mediaType.count >= wanted.count && zip(mediaType, wanted).allSatisfy { lowered($0) == $1 }
+            }
+        }
+        func hasSuffix(_ suffix: StaticString) -> Bool {
+            suffix.withUTF8Buffer { wanted in
+                mediaType.count >= wanted.count && zip(mediaType.suffix(wanted.count), wanted).allSatisfy { lowered($0) == $1 }
+            }
+        }
+        if mediaType.count == 16 && hasPrefix("application/json") { return true }
+        return mediaType.count > 17 && hasPrefix("application/") && hasSuffix("+json")
     }
 
     static func versionBody(_ version: UInt64) -> [UInt8] {

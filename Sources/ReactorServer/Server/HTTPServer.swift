@@ -41,7 +41,7 @@ public final class HTTPServer {
             guard let endpoint = context.endpoint else {
                 return respond(Problem.internalError("the request was not routed").response)
             }
-            endpoint(request, context, respond)
+            endpoint.respond(request, context, respond)
         }
         sweepTimer = .allocate(capacity: 1)
         uv_timer_init(loop.loop, sweepTimer)
@@ -134,7 +134,7 @@ public final class HTTPServer {
     func handleFailure(_ problem: Problem, head: HTTPRequest?, respond: @escaping (HTTPResponse) -> Void) {
         lastRequestID += 1
         let context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime())
-        context.endpoint = Router.answer(problem)
+        context.endpoint = Endpoint(respond: Router.answer(problem))
         responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context, respond)
     }
 

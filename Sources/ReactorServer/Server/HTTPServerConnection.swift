@@ -146,7 +146,9 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private func complete(_ sequence: UInt64, _ slot: Slot) {
         guard !tcp.isClosed else { return }
         slots[Int(sequence - firstSlotSequence)] = slot
-        while let ready = slots.first, let slot = ready {
+        while let ready = slots.first, ready != nil {
+            // Moved out rather than copied: a copy would retain the response's buffers once more.
+            let slot = slots[0].take()!
             let current = firstSlotSequence
             slots.removeFirst()
             firstSlotSequence += 1

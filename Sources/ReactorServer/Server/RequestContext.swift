@@ -12,7 +12,7 @@ public final class RequestContext {
     /// What the matched route needs of the client; nil when anyone may use it.
     public internal(set) var scope: Scope?
     /// Where the request goes after the middleware: the route's responder, or an error answer.
-    var endpoint: HTTPResponder?
+    var endpoint: Endpoint?
 
     init(id: UInt64, receivedAt: UInt64) {
         self.id = id
@@ -31,11 +31,21 @@ public protocol HTTPMiddleware {
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void)
 }
 
+/// A responder in a struct. Function values kept in generic storage (an Optional, an Array, a
+/// `reduce`) are stored in their most general form, and every call through them wraps the `respond`
+/// argument in a new thunk: an allocation per request per layer. A struct keeps them concrete.
+struct Endpoint {
+    let respond: HTTPResponder
+}
+
 extension Array where Element == any HTTPMiddleware {
     /// The responder that runs these middlewares, first to last, in front of `endpoint`.
     func chained(to endpoint: @escaping HTTPResponder) -> HTTPResponder {
-        reversed().reduce(endpoint) { next, middleware in
-            { request, context, respond in middleware.handle(request, context: context, next: next, respond: respond) }
+        var responder = endpoint
+        for middleware in reversed() {
+            let next = responder
+            responder = { request, context, respond in middleware.handle(request, context: context, next: next, respond: respond) }
         }
+        return responder
     }
 }

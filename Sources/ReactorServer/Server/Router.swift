@@ -4,7 +4,7 @@ public struct Router {
     struct Route {
         let method: HTTPMethod
         let scope: Scope?
-        let responder: HTTPResponder
+        let endpoint: Endpoint
     }
 
     private var routes: [String: [Route]] = [:]
@@ -13,29 +13,29 @@ public struct Router {
 
     /// Serves `method` on `path` with `responder`; the client needs `scope` (nil: anyone may).
     public mutating func add(_ method: HTTPMethod, _ path: String, scope: Scope?, _ responder: @escaping HTTPResponder) {
-        routes[path, default: []].append(Route(method: method, scope: scope, responder: responder))
+        routes[path, default: []].append(Route(method: method, scope: scope, endpoint: Endpoint(respond: responder)))
     }
 
     /// Fills in the context's route, scope and endpoint for `request`.
     func route(_ request: HTTPRequest, into context: RequestContext) {
         let path = request.path
         guard let candidates = routes[String(path)] else {
-            context.endpoint = Self.answer(.notFound(path))
+            context.endpoint = Endpoint(respond: Self.answer(.notFound(path)))
             return
         }
         context.route = String(path)
         let method = request.method == .head ? HTTPMethod.get : request.method
         if let route = candidates.first(where: { $0.method == method }) {
             context.scope = route.scope
-            context.endpoint = route.responder
+            context.endpoint = route.endpoint
             return
         }
         let allowed = candidates.map(\.method) + (candidates.contains { $0.method == .get } ? [.head] : []) + [.options]
         if request.method == .options {
             let allow = allowed.map(\.name).joined(separator: ", ")
-            context.endpoint = { _, _, respond in respond(HTTPResponse(status: .noContent, headers: [("Allow", allow)])) }
+            context.endpoint = Endpoint { _, _, respond in respond(HTTPResponse(status: .noContent, headers: [("Allow", allow)])) }
         } else {
-            context.endpoint = Self.answer(.methodNotAllowed(request.method, path: path, allowed: allowed))
+            context.endpoint = Endpoint(respond: Self.answer(.methodNotAllowed(request.method, path: path, allowed: allowed)))
         }
     }
 
