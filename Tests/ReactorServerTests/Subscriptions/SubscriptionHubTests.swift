@@ -1,0 +1,110 @@
+import Logging
+import Reactor
+@testable import ReactorServer
+import XCTest
+
+final class SubscriptionHubTests: XCTestCase {
+    final class Sink: SubscriptionSink {
+        var messages: [SubscriberMessage] = []
+        func deliver(_ message: SubscriberMessage) { messages.append(message) }
+        var decoded: [JSON] { messages.map { try! JSON(parsing: $0.json) } }
+    }
+
+    private var hub: SubscriptionHub<JSONDocument>!
+    private var document = JSONDocument()
+    private var version: UInt64 = 0
+
+    override func setUp() {
+        hub = SubscriptionHub(windowCapacity: 4, logger: Logger(label: "test"))
+        hub.update(with: document, version: 0)
+    }
+
+    private func apply(_ event: DocumentEvent) throws {
+        try document.apply(event)
+        version += 1
+        hub.update(with: document, version: version)
+    }
+
+    private func selection(_ path: String = "", _ mode: SubscriptionSelection.Mode = .patch) throws -> SubscriptionSelection {
+        SubscriptionSelection(path: try JSONPointer(path), mode: mode)
+    }
+
+    func testASubscriberGetsASnapshotThenPatchesThatRebuildTheState() throws {
+        let sink = Sink()
+        let first = hub.subscribe(sink, to: try selection(), since: nil)
+        XCTAssertEqual(first.map { try! JSON(parsing: $0.json) }, [["type": "snapshot", "version": 0, "state": [:]]])
+        var replica = try XCTUnwrap(JSON(parsing: first[0].json)["state"])
+        try apply(.set(path: try JSONPointer("/a/b"), value: [1, 2]))
+        try apply(.append(path: try JSONPointer("/a/b"), value: 3))
+        try apply(.increment(path: try JSONPointer("/n"), by: 2))
+        try apply(.remove(path: try JSONPointer("/a")))
+        XCTAssertEqual(sink.decoded.map { $0["version"] }, [1, 2, 3, 4])
+        for message in sink.decoded {
+            XCTAssertEqual(message["type"], "patch")
+            try JSONPatch.apply(JSONPatch.operations(from: message["ops"]!), to: &replica)
+        }
+        XCTAssertEqual(replica, document.root)
+    }
+
+    func testOneSelectionGetsTheSameMessageObjectAndOthersOnlyWhenTheirPartChanges() throws {
+        let (a, b, other, whole) = (Sink(), Sink(), Sink(), Sink())
+        try apply(.set(path: try JSONPointer("/x"), value: [:]))
+        _ = hub.subscribe(a, to: try selection("/x"), since: nil)
+        _ = hub.subscribe(b, to: try selection("/x"), since: nil)
+        _ = hub.subscribe(other, to: try selection("/y"), since: nil)
+        _ = hub.subscribe(whole, to: try selection("/x", .state), since: nil)
+        try apply(.set(path: try JSONPointer("/x/k"), value: "v"))
+        XCTAssertEqual(a.messages.count, 1)
+        XCTAssertTrue(a.messages[0] === b.messages[0], "subscribers of one selection must share one encoded message")
+        XCTAssertEqual(a.decoded[0]["ops"], [["op": "add", "path": "/k", "value": "v"]])
+        XCTAssertEqual(other.messages.count, 0, "an unrelated change reached /y's subscriber")
+        XCTAssertEqual(whole.decoded, [["type": "state", "version": 2, "state": ["k": "v"]]])
+    }
+
+    func testResumeWithinTheWindowSendsEveryMissedVersion() throws {
+        for value in 1...3 { try apply(.set(path: try JSONPointer("/v"), value: .integer(Int64(value)))) }
+        let sink = Sink()
+        let missed = hub.subscribe(sink, to: try selection(), since: 1)
+        XCTAssertEqual(missed.map { try! JSON(parsing: $0.json)["version"] }, [2, 3])
+        XCTAssertTrue(hub.subscribe(Sink(), to: try selection(), since: 3).isEmpty, "an up-to-date subscriber needs nothing")
+    }
+
+    func testResumeBeyondTheWindowOrFromTheFutureIsAFreshSnapshotMarkedNotResumed() throws {
+        for value in 1...6 { try apply(.set(path: try JSONPointer("/v"), value: .integer(Int64(value)))) }
+        for since in [UInt64(0), 1, 99] {
+            let messages = hub.subscribe(Sink(), to: try selection(), since: since).map { try! JSON(parsing: $0.json) }
+            XCTAssertEqual(messages, [["type": "snapshot", "version": 6, "state": ["v": 6], "resumed": false]], "since \(since)")
+        }
+        // The window holds 4 transitions: 3..6, so since=2 is the oldest that resumes.
+        XCTAssertEqual(hub.subscribe(Sink(), to: try selection(), since: 2).count, 4)
+    }
+
+    func testResumeOfASubTreeIsOneReplaceWhenItMayHaveChangedAndNothingOtherwise() throws {
+        try apply(.set(path: try JSONPointer("/list"), value: [1, 2, 3]))
+        try apply(.set(path: try JSONPointer("/other"), value: 1))
+        XCTAssertTrue(hub.subscribe(Sink(), to: try selection("/list/2"), since: 1).isEmpty)
+        try apply(.remove(path: try JSONPointer("/list/0")))
+        let messages = hub.subscribe(Sink(), to: try selection("/list/1"), since: 2).map { try! JSON(parsing: $0.json) }
+        XCTAssertEqual(messages, [["type": "patch", "version": 3, "ops": [["op": "replace", "path": "", "value": 3]]]])
+    }
+
+    func testTouchingRules() throws {
+        let selection = try self.selection("/a/list/2")
+        for changed in ["/a", "/a/list", "/a/list/2/x", "/a/list/0", "/a/list/-", ""] {
+            XCTAssertTrue(selection.isTouched(by: try JSONPointer(changed)), changed)
+        }
+        for changed in ["/b", "/a/other", "/a/list2", "/a/list/3/x"] {
+            XCTAssertFalse(selection.isTouched(by: try JSONPointer(changed)), changed)
+        }
+    }
+
+    func testAnUnsubscribedSinkGetsNothing() throws {
+        let sink = Sink()
+        let selection = try selection()
+        _ = hub.subscribe(sink, to: selection, since: nil)
+        hub.unsubscribe(sink, from: selection)
+        try apply(.set(path: try JSONPointer("/v"), value: 1))
+        XCTAssertEqual(sink.messages.count, 0)
+        XCTAssertEqual(hub.subscriberCount, 0)
+    }
+}
