@@ -64,10 +64,13 @@ for pc in libuv libllhttp libcrypto; do
 done
 command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.0 or newer is needed)" >&2; exit 1; }
 
-# The end-to-end tests (Tests/e2e) need pytest; the rest is Python's standard library.
+# The end-to-end tests (Tests/e2e) need pytest and websockets (12.0 or newer, for its sync client);
+# the rest is Python's standard library.
 root=$(cd "$(dirname "$0")/.." && pwd)
-if ! python3 -c 'import pytest' >/dev/null 2>&1; then
+if ! python3 -c 'import pytest, websockets.sync.client, websockets.asyncio.client' >/dev/null 2>&1; then
     echo "setup: installing the Python test requirements"
-    # Debian's own Python refuses pip installs (PEP 668): its python3-pytest package serves then.
-    python3 -m pip install -q -r "$root/Tests/e2e/requirements.txt" 2>/dev/null || apt_install python3-pytest
+    # Debian's own Python refuses pip installs (PEP 668): its python3-pytest and python3-websockets
+    # packages serve then (Debian 13's websockets is new enough; Debian 12's is not).
+    python3 -m pip install -q -r "$root/Tests/e2e/requirements.txt" 2>/dev/null \
+        || apt_install python3-pytest python3-websockets
 fi

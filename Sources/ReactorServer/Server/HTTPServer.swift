@@ -53,8 +53,11 @@ public final class HTTPServer {
         listener = try TCPListener(loop: loop, host: configuration.host, port: configuration.port) { [unowned self] tcp in
             accept(tcp)
         }
-        // Deadlines are checked a few times per shortest timeout: cheap, and no timer per connection.
-        let period = max(10, min(requestTimeoutMilliseconds, idleTimeoutMilliseconds) / 4)
+        // Deadlines (requests, idle connections, pings, heartbeats) are checked a few times per the
+        // shortest of them: cheap, and no timer per connection.
+        let shortest = [configuration.requestTimeout, configuration.idleTimeout, configuration.pingInterval,
+                        configuration.pingTimeout, configuration.heartbeatInterval].min()!
+        let period = max(10, UInt64(shortest * 1000) / 4)
         uv_timer_start(sweepTimer, { timer in
             Unmanaged<HTTPServer>.fromOpaque(timer!.pointee.data).takeUnretainedValue().sweep()
         }, period, period)

@@ -39,7 +39,8 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
     func deliver(_ message: SubscriberMessage) {
         guard !isLagging, !tcp.isClosed else { return }
         let event = message.serverSentEvent
-        guard tcp.queuedBytes + event.count <= configuration.maxUnsentBytes else {
+        // Behind means bytes still waiting past the bound; one large record to an idle socket is not.
+        guard tcp.queuedBytes == 0 || tcp.queuedBytes + event.count <= configuration.maxUnsentBytes else {
             hub.slowConsumers += 1
             switch configuration.slowConsumerPolicy {
             case .snapshot: isLagging = true

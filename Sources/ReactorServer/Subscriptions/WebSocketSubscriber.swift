@@ -40,7 +40,9 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     func deliver(_ message: SubscriberMessage) {
         guard !isLagging, !connection.isClosing else { return }
         let frame = message.webSocketFrame
-        guard connection.unsentBytes + frame.count <= configuration.maxUnsentBytes else {
+        // Behind means bytes still waiting past the bound; one large message to an idle socket is not.
+        let unsent = connection.unsentBytes
+        guard unsent == 0 || unsent + frame.count <= configuration.maxUnsentBytes else {
             return fallBehind()
         }
         connection.send(frame: frame)

@@ -1,0 +1,169 @@
+"""Slow consumers: a subscriber that stops reading must not hold the others back. With the
+`snapshot` policy it loses its patches and converges through a fresh snapshot once it reads again;
+with `close` it is closed with 4008."""
+
+from __future__ import annotations
+
+import random
+import string
+import threading
+import time
+
+from conftest import get_state, post_events, request
+from subscriptions import OP_CLOSE, RawWebSocket, apply_patch, assert_same_json, next_json, subscribe
+
+EVENTS = 2000  # about 7 MB of patches: more than the kernel buffers of a reader that stopped (about 3 MB here)
+BATCH = 50
+VALUE_BYTES = 3500  # each patch stays under the 4096-byte bound: see test_a_message_bigger_than_the_bound_*
+
+
+def sizable_events(seed: int):
+    """EVENTS events, each changing the state (so each has its own patch) by about VALUE_BYTES."""
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits
+    for i in range(EVENTS):
+        data = "".join(rng.choices(alphabet, k=VALUE_BYTES))
+        if i % 3 == 2:
+            yield {"type": "merge", "path": "/blob", "value": {"i": i, "data": data, "extra": {"k": i}}}
+        else:
+            yield {"type": "set", "path": "/blob", "value": {"i": i, "data": data}}
+
+
+def fire_all(server, seed: int) -> int:
+    events = list(sizable_events(seed))
+    version = 0
+    for start in range(0, len(events), BATCH):
+        answer = post_events(server, events[start:start + BATCH])
+        assert answer.status == 200, answer
+        version = answer.json()["version"]
+    return version
+
+
+class FastReader(threading.Thread):
+    """Reads a subscription as fast as it comes, recording every version and rebuilding the state."""
+
+    def __init__(self, server, until: int):
+        super().__init__(daemon=True)
+        self.ws = subscribe(server)
+        self.snapshot = next_json(self.ws)
+        self.until = until
+        self.versions: list[int] = []
+        self.state = self.snapshot["state"]
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self):
+        try:
+            while not self.versions or self.versions[-1] < self.until:
+                message = next_json(self.ws, timeout=20)
+                assert message["type"] == "patch", {k: message[k] for k in ("type", "version")}
+                self.versions.append(message["version"])
+                self.state = apply_patch(self.state, message["ops"])
+        except BaseException as error:  # reported by check()
+            self.error = error
+
+    def check(self, final_version: int):
+        self.join(25)
+        assert not self.is_alive(), f"the fast subscriber got only {len(self.versions)} versions"
+        if self.error:
+            raise self.error
+        assert self.versions == list(range(self.snapshot["version"] + 1, final_version + 1)), (
+            f"the fast subscriber missed or reordered versions: {len(self.versions)} messages"
+        )
+        self.ws.close()
+
+
+def test_a_slow_subscriber_is_conflated_and_converges_with_a_snapshot(reactord):
+    server = reactord("--max-unsent-bytes", "4096")
+    slow = RawWebSocket.connect(server, timeout=20, rcvbuf=4096)
+    try:
+        first = slow.recv_json()
+        assert first["type"] == "snapshot" and first["version"] == 0
+        fast = FastReader(server, until=EVENTS)
+        started = time.monotonic()
+        final_version = fire_all(server, seed=1)
+        assert final_version == EVENTS
+        fast.check(final_version)
+        expected = get_state(server)
+        assert_same_json(fast.state, expected, "the fast subscriber's state")
+
+        # The slow one reads again: what was queued before it fell behind, then a fresh snapshot.
+        mirror, version = first["state"], first["version"]
+        patches = snapshots = 0
+        while version < final_version:
+            message = slow.recv_json()
+            if message["type"] == "snapshot":
+                snapshots += 1
+                assert message["version"] >= version
+                mirror, version = message["state"], message["version"]
+            else:
+                assert message["type"] == "patch"
+                assert message["version"] == version + 1, "a patch after a gap: the snapshot must come first"
+                mirror, version = apply_patch(mirror, message["ops"]), message["version"]
+                patches += 1
+        assert snapshots >= 1, "the slow subscriber was never conflated"
+        assert patches < EVENTS - 100, f"the slow subscriber got {patches} patches: they were not dropped"
+        print(f"slow subscriber: {patches} patches, then {snapshots} snapshot(s) at version {version}")
+        assert version == final_version
+        assert_same_json(mirror, expected, "the slow subscriber's state after its snapshot")
+        server.wait_for_log("slow subscriber")
+
+        # Then it gets patches again.
+        answer = post_events(server, {"type": "increment", "path": "/after"})
+        message = slow.recv_json()
+        assert (message["type"], message["version"]) == ("patch", answer.json()["version"])
+        assert time.monotonic() - started < 25
+    finally:
+        slow.close()
+
+
+def test_a_slow_subscriber_is_closed_with_4008_under_the_close_policy(reactord):
+    server = reactord("--max-unsent-bytes", "4096", "--slow-consumer", "close")
+    slow = RawWebSocket.connect(server, timeout=20, rcvbuf=4096)
+    try:
+        assert slow.recv_json()["type"] == "snapshot"
+        fast = FastReader(server, until=EVENTS)
+        final_version = fire_all(server, seed=2)
+        fast.check(final_version)
+        assert_same_json(fast.state, get_state(server), "the fast subscriber's state")
+
+        # Reading again: the patches sent before it fell behind, in order, then the close frame.
+        last = 0
+        while True:
+            opcode, payload = slow.recv()
+            if opcode == OP_CLOSE:
+                break
+            import json
+
+            message = json.loads(payload)
+            assert message["type"] == "patch" and message["version"] == last + 1
+            last = message["version"]
+        code = int.from_bytes(payload[:2], "big")
+        assert code == 4008, payload
+        assert last < final_version
+        assert slow.is_closed(5)
+        server.wait_for_log("slow subscriber closed")
+        # The server is fine: a new subscriber gets the current state.
+        with subscribe(server) as ws:
+            assert next_json(ws)["version"] == final_version
+        assert request(server, "GET", "/readyz").status == 200
+    finally:
+        slow.close()
+
+
+def test_a_message_bigger_than_the_bound_still_reaches_an_idle_subscriber(reactord):
+    """A subscriber with nothing unsent is not slow. One message larger than --max-unsent-bytes must
+    still bring it to the new state (as the patch itself, or as a snapshot once its socket drains);
+    it must not be left behind for good."""
+    server = reactord("--max-unsent-bytes", "1024")
+    with subscribe(server) as ws:
+        assert next_json(ws)["version"] == 0
+        version = post_events(server, {"type": "set", "path": "/big", "value": "x" * 2000}).json()["version"]
+        message = next_json(ws, timeout=5)
+        assert message["version"] == version, message
+        state = message["state"] if message["type"] == "snapshot" else apply_patch({}, message["ops"])
+        assert_same_json(state, get_state(server))
+        # And the next, small change arrives as a patch.
+        version = post_events(server, {"type": "increment", "path": "/n"}).json()["version"]
+        message = next_json(ws, timeout=5)
+        assert (message["type"], message["version"]) == ("patch", version)

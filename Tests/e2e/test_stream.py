@@ -1,0 +1,262 @@
+"""GET /stream: Server-Sent Events, read with `curl -N` (and a raw socket where curl cannot help):
+retry, then snapshot and patch records; path, mode, since and Last-Event-ID; errors; heartbeats."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import HOST, assert_problem, curl_response, get_state, http_request, post_events, raw
+from subscriptions import apply_patch, assert_same_json, query_string
+
+
+def parse_records(text: str) -> list[dict]:
+    """SSE records as dicts of field -> value (comments under ":"), in order."""
+    records = []
+    for block in text.split("\n\n"):
+        if not block.strip():
+            continue
+        record: dict = {}
+        for line in block.split("\n"):
+            if line.startswith(":"):
+                record.setdefault(":", []).append(line[1:].strip())
+                continue
+            name, _, value = line.partition(":")
+            record[name] = value[1:] if value.startswith(" ") else value
+        records.append(record)
+    return records
+
+
+class CurlStream:
+    """`curl -N -i` on a stream, its output read as it comes."""
+
+    def __init__(self, server, target: str = "/stream", *args: str, max_time: float = 20):
+        self.process = subprocess.Popen(
+            ["curl", "-sS", "-N", "-i", "--max-time", str(max_time), *args, f"http://{HOST}:{server.port}{target}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.chunks: queue.Queue = queue.Queue()
+        self.buffer = ""
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.status, self.headers = self._head()
+
+    def _pump(self):
+        while True:
+            chunk = self.process.stdout.read1(65536)
+            self.chunks.put(chunk)
+            if not chunk:
+                return
+
+    def _fill(self, timeout: float) -> None:
+        chunk = self.chunks.get(timeout=timeout)
+        if not chunk:
+            raise EOFError(f"the stream ended; got {self.buffer!r}")
+        self.buffer += chunk.decode()
+
+    def _head(self):
+        deadline = time.monotonic() + 5
+        while "\r\n\r\n" not in self.buffer:
+            self._fill(max(0.01, deadline - time.monotonic()))
+        head, _, self.buffer = self.buffer.partition("\r\n\r\n")
+        lines = head.split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return int(lines[0].split()[1]), headers
+
+    def record(self, timeout: float = 5) -> dict:
+        deadline = time.monotonic() + timeout
+        while "\n\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no record within {timeout} s; have {self.buffer!r}")
+            try:
+                self._fill(remaining)
+            except queue.Empty:
+                continue
+        block, _, self.buffer = self.buffer.partition("\n\n")
+        return parse_records(block + "\n\n")[0]
+
+    def message(self, timeout: float = 5) -> tuple[dict, dict]:
+        """The next data record (skipping comments): the record and its parsed data."""
+        while True:
+            record = self.record(timeout)
+            if "data" in record:
+                return record, json.loads(record["data"])
+
+    def assert_silent(self, timeout: float = 0.5):
+        try:
+            record = self.record(timeout)
+        except TimeoutError:
+            return
+        raise AssertionError(f"expected nothing, got {record}")
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait(5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def fire(server, event) -> int:
+    answer = post_events(server, event)
+    assert answer.status == 200, answer
+    return answer.json()["version"]
+
+
+def test_stream_with_curl_n_snapshot_then_patches(server):
+    fire(server, {"type": "set", "path": "/players", "value": [{"name": "Ayla"}]})
+    with CurlStream(server) as stream:
+        assert stream.status == 200
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        assert stream.headers.get("cache-control") == "no-cache"
+        assert stream.record() == {"retry": "1000"}
+        record, snapshot = stream.message()
+        assert record["id"] == "1" and record["event"] == "snapshot"
+        assert snapshot == {"type": "snapshot", "version": 1, "state": {"players": [{"name": "Ayla"}]}}
+        mirror = snapshot["state"]
+        events = [
+            {"type": "append", "path": "/players", "value": {"name": "Bo", "tags": ["new", "line\nbreak"]}},
+            {"type": "increment", "path": "/players/0/level", "by": 2},
+            {"type": "patch", "ops": [{"op": "move", "from": "/players/1", "path": "/players/0"}]},
+            {"type": "remove", "path": "/players/1/level"},
+        ]
+        for event in events:
+            version = fire(server, event)
+            record, message = stream.message()
+            assert (record["id"], record["event"]) == (str(version), "patch")
+            assert message["type"] == "patch" and message["version"] == version
+            mirror = apply_patch(mirror, message["ops"])
+            assert_same_json(mirror, get_state(server))
+
+
+def finished_stream(server, target: str, *args: str, seconds: float = 1.5):
+    """curl -N for `seconds`, then everything it printed: (status, headers text, records)."""
+    done = subprocess.run(
+        ["curl", "-sS", "-N", "-i", "--max-time", str(seconds), *args, f"http://{HOST}:{server.port}{target}"],
+        capture_output=True,
+        timeout=seconds + 10,
+    )
+    assert done.returncode == 28, f"curl ended with {done.returncode}, not at --max-time: {done.stderr!r}"
+    head, _, body = done.stdout.decode().partition("\r\n\r\n")
+    return int(head.split()[1]), head, parse_records(body)
+
+
+def test_last_event_id_resumes_with_the_missed_patches(server):
+    for _ in range(5):
+        fire(server, {"type": "increment", "path": "/n"})
+    status, _, records = finished_stream(server, "/stream", "-H", "Last-Event-ID: 2")
+    assert status == 200
+    assert records[0] == {"retry": "1000"}
+    assert [(r["id"], r["event"]) for r in records[1:]] == [("3", "patch"), ("4", "patch"), ("5", "patch")]
+    state = {"n": 2}
+    for record in records[1:]:
+        state = apply_patch(state, json.loads(record["data"])["ops"])
+    assert state == get_state(server)
+    # since= in the query does the same; the current version sends nothing.
+    _, _, records = finished_stream(server, "/stream?since=4")
+    assert [(r["id"], r["event"]) for r in records[1:]] == [("5", "patch")]
+    _, _, records = finished_stream(server, "/stream", "-H", "Last-Event-ID: 5")
+    assert records == [{"retry": "1000"}]
+
+
+def test_last_event_id_too_old_gets_a_snapshot_with_resumed_false(reactord):
+    server = reactord("--resume-window", "5")
+    for _ in range(20):
+        fire(server, {"type": "increment", "path": "/n"})
+    _, _, records = finished_stream(server, "/stream", "-H", "Last-Event-ID: 3")
+    assert [(r["id"], r["event"]) for r in records[1:]] == [("20", "snapshot")]
+    assert json.loads(records[1]["data"]) == {"type": "snapshot", "version": 20, "state": {"n": 20}, "resumed": False}
+
+
+def test_stream_a_path_in_state_mode(server):
+    fire(server, {"type": "set", "path": "/game", "value": {"score": 1}})
+    with CurlStream(server, "/stream" + query_string(path="/game/score", mode="state")) as stream:
+        stream.record()  # retry
+        record, message = stream.message()
+        assert message == {"type": "snapshot", "version": 1, "state": 1}
+        fire(server, {"type": "set", "path": "/other", "value": True})
+        stream.assert_silent(0.5)
+        version = fire(server, {"type": "increment", "path": "/game/score", "by": 41})
+        record, message = stream.message()
+        assert record["event"] == "state" and record["id"] == str(version)
+        assert message == {"type": "state", "version": version, "state": 42}
+
+
+def test_stream_resume_of_a_path_selection(server):
+    fire(server, {"type": "set", "path": "", "value": {"a": [1], "b": 0}})
+    fire(server, {"type": "append", "path": "/a", "value": 2})
+    last = fire(server, {"type": "increment", "path": "/b"})
+    _, _, records = finished_stream(server, "/stream?path=/a", "-H", "Last-Event-ID: 1")
+    assert len(records) == 2 and records[1]["event"] == "patch" and records[1]["id"] == str(last)
+    assert json.loads(records[1]["data"])["ops"] == [{"op": "replace", "path": "", "value": [1, 2]}]
+
+
+@pytest.mark.parametrize("query", ["mode=all", "since=x", "path=a"])
+def test_stream_bad_parameters_are_400(server, query):
+    answer = curl_response(f"http://{HOST}:{server.port}/stream?{query}")
+    assert_problem(answer, 400, "invalid-parameter")
+
+
+def test_stream_bad_last_event_id_is_400(server):
+    answer = curl_response(f"http://{HOST}:{server.port}/stream", "-H", "Last-Event-ID: abc")
+    assert_problem(answer, 400, "invalid-parameter")
+
+
+def test_stream_needs_the_read_scope(reactord):
+    server = reactord("--token", "reader:r3ad-s3cret:read", "--token", "firer:f1re-s3cret:fire")
+    answer = curl_response(f"http://{HOST}:{server.port}/stream")
+    assert_problem(answer, 401, "unauthorized")
+    answer = curl_response(f"http://{HOST}:{server.port}/stream", "-H", "Authorization: Bearer f1re-s3cret")
+    assert_problem(answer, 403, "forbidden")
+    status, _, records = finished_stream(server, "/stream?access_token=r3ad-s3cret", seconds=1)
+    assert status == 200 and records[1]["event"] == "snapshot"
+
+
+def test_stream_heartbeat_comments(server):
+    with raw(server, timeout=20) as connection:
+        connection.send(http_request("GET", "/stream"))
+        version, status, _, headers = connection.read_head()
+        assert status == 200
+        started = time.monotonic()
+        connection.read_until(b"retry: 1000\n\n")
+        connection.read_until(b"\n\n")  # the snapshot
+        connection.read_until(b": heartbeat\n\n")
+        assert 13 <= time.monotonic() - started <= 18
+
+
+def test_sigterm_ends_streams_and_exits_0(reactord):
+    server = reactord()
+    with CurlStream(server) as stream:
+        stream.record()
+        stream.message()
+        server.signal(signal.SIGTERM)
+        with pytest.raises(EOFError):
+            stream.record(timeout=5)
+        assert server.wait() == 0
+        assert stream.process.wait(5) == 0
+
+
+def test_a_record_bigger_than_the_bound_still_reaches_an_idle_stream(reactord):
+    """As over WebSocket: one record larger than --max-unsent-bytes must not strand a stream that
+    has nothing unsent."""
+    server = reactord("--max-unsent-bytes", "1024")
+    with CurlStream(server) as stream:
+        stream.record()
+        assert stream.message()[1]["version"] == 0
+        version = fire(server, {"type": "set", "path": "/big", "value": "x" * 2000})
+        record, message = stream.message(timeout=5)
+        assert message["version"] == version
