@@ -56,6 +56,11 @@ let package = Package(
             path: "Examples/RPG/Sources/rpg-server"
         ),
         .testTarget(name: "RPGTests", dependencies: ["RPG", "ReactorServer", "Reactor"], path: "Examples/RPG/Tests/RPGTests"),
+        // libFuzzer targets: scripts/fuzz.sh builds them with coverage and -DFUZZING; a plain build
+        // makes them replay tools that run saved inputs (a crash's, say) through the same check.
+        .target(name: "FuzzSupport", path: "Tests/Fuzz/Support"),
+        .executableTarget(name: "fuzz-http-request", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/HTTPRequestFuzzer"),
+        .executableTarget(name: "fuzz-websocket-frames", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/WebSocketFrameFuzzer"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "ReactorServerTests", dependencies: ["ReactorServer", "Reactor"]),
     ],
