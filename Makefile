@@ -1,5 +1,5 @@
 # Shorthands for the scripts in scripts/, which are what README and CI use.
-.PHONY: setup run test test-tsan bench-core
+.PHONY: setup run test test-tsan bench-core bench-fanout
 
 setup:
 	scripts/setup.sh
@@ -15,3 +15,6 @@ test-tsan:
 
 bench-core:
 	scripts/bench-core.sh
+
+bench-fanout:
+	scripts/bench-fanout.sh

@@ -44,6 +44,12 @@ let package = Package(
             dependencies: ["Reactor"],
             path: "Benchmarks/CoreBenchmark"
         ),
+        // The fan-out load generator: a WebSocket client on libuv, not on ReactorServer.
+        .executableTarget(
+            name: "reactor-bench",
+            dependencies: ["CUV", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/ReactorBench"
+        ),
         // The seed's RPG example as a typed hosted state, its server, and its tests.
         .target(name: "RPG", dependencies: ["Reactor", "ReactorServer"], path: "Examples/RPG/Sources/RPG"),
         .executableTarget(
