@@ -1,3 +1,5 @@
+import Logging
+
 /// A client subscribed with Server-Sent Events (`GET /stream`): the same messages as over WebSocket,
 /// as `id:`/`event:`/`data:` records, with heartbeat comments so proxies keep the stream open.
 final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate, UpgradedConnection, SubscriptionSink {
@@ -6,18 +8,21 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
     private let hub: SubscriptionHub<StateType>
     private let selection: SubscriptionSelection
     private let configuration: ServerConfiguration
+    private let logger: Logger
     private let heartbeatEvery: UInt64
     private var lastWrite: UInt64
     private var isLagging = false
 
     private static var heartbeat: [UInt8] { Array(": heartbeat\n\n".utf8) }
 
-    init(tcp: TCPConnection, server: HTTPServer, hub: SubscriptionHub<StateType>, selection: SubscriptionSelection, configuration: ServerConfiguration) {
+    init(tcp: TCPConnection, server: HTTPServer, hub: SubscriptionHub<StateType>, selection: SubscriptionSelection,
+         configuration: ServerConfiguration, logger: Logger) {
         self.tcp = tcp
         self.server = server
         self.hub = hub
         self.selection = selection
         self.configuration = configuration
+        self.logger = logger
         heartbeatEvery = UInt64(configuration.heartbeatInterval * 1000)
         lastWrite = server.now
         tcp.delegate = self
@@ -43,8 +48,12 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
         guard tcp.queuedBytes == 0 || tcp.queuedBytes + event.count <= configuration.maxUnsentBytes else {
             hub.slowConsumers += 1
             switch configuration.slowConsumerPolicy {
-            case .snapshot: isLagging = true
-            case .close: tcp.close()
+            case .snapshot:
+                isLagging = true
+                logger.notice("slow event stream: dropping its records until it drains", metadata: ["unsent": "\(tcp.queuedBytes)"])
+            case .close:
+                logger.notice("slow event stream closed", metadata: ["unsent": "\(tcp.queuedBytes)"])
+                tcp.close()
             }
             return
         }

@@ -104,7 +104,8 @@ final class SubscriptionService<StateType: HostedState> {
         case .failure(let problem): return problem.response
         }
         let takeover = ConnectionTakeover { [unowned self] tcp, _ in
-            let subscriber = EventStreamSubscriber(tcp: tcp, server: http!, hub: hub, selection: selection, configuration: configuration)
+            let subscriber = EventStreamSubscriber(tcp: tcp, server: http!, hub: hub, selection: selection,
+                                                   configuration: configuration, logger: logger)
             subscriber.start(since: since)
             return subscriber
         }
