@@ -215,6 +215,7 @@ extension HTTPRequestAssembly {
     /// One settings table for all parsers: C function pointers cannot capture, so each callback
     /// finds its assembly through `llhttp_t.data`. Callbacks we do not need stay nil, which
     /// llhttp treats as "continue".
+    /// nonisolated(unsafe): filled in once, on first use (a lazy static is initialised once), then only read.
     nonisolated(unsafe) static let llhttpSettings: UnsafeMutablePointer<llhttp_settings_t> = {
         let settings = UnsafeMutablePointer<llhttp_settings_t>.allocate(capacity: 1)
         llhttp_settings_init(settings)

@@ -254,4 +254,5 @@ public final class HTTPRequestParser {
 }
 
 /// A valid address for executing llhttp on no input (it never reads it then).
+/// nonisolated(unsafe): nothing ever reads or writes the byte; only its address is used.
 nonisolated(unsafe) private let kickByte = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
