@@ -4,6 +4,7 @@ HTTP/1.0, broken requests, limits and timeouts."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import struct
 import time
@@ -309,6 +310,18 @@ def test_slow_body_times_out(reactord):
         assert 0.9 <= time.monotonic() - started <= 3.0
         assert conn.is_closed()
     assert get_state(server) == {}
+
+
+def test_a_timed_out_connection_is_answered_once(reactord):
+    # The connection lingers after its 408 until the client closes; the timeout must not fire again
+    # on it (a second answer on a socket shut down for writing would tear down the first).
+    server = reactord("--request-timeout", "1")
+    with raw(server) as conn:
+        conn.send("GET /state HTTP/1.1\r\nHo")
+        assert_problem(conn.read_response(), 408, "request-timeout")
+        time.sleep(1.0)
+    server.wait_for_log(r"status=408")
+    assert [re.search(r"status=(\d+)", line).group(1) for line in server.request_lines()] == ["408"], server.log()
 
 
 def test_a_slow_request_does_not_delay_others(reactord):

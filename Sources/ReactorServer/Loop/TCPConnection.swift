@@ -69,7 +69,8 @@ public final class TCPConnection {
 
     /// Writes `bytes` after everything written before.
     public func write(_ bytes: UnsafeRawBufferPointer) {
-        guard !isClosed, !bytes.isEmpty else { return }
+        // After `closeAfterWriting` the write side is shut down: a later write could only fail.
+        guard !isClosed, !isLingering, !bytes.isEmpty else { return }
         var offset = 0
         if queuedBytes == 0 {
             var buffer = uv_buf_init(UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))

@@ -155,7 +155,7 @@ public final class HTTPServer {
             return
         }
         for connection in upgraded.values { connection.tick(now: now) }
-        for connection in connections.values where connection.deadline <= now && !connection.hasPendingResponses {
+        for connection in connections.values where connection.deadline <= now && !connection.hasPendingResponses && !connection.isClosing {
             if onDrained != nil {
                 connection.tcp.close()
             } else {

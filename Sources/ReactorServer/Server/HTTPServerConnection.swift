@@ -19,6 +19,9 @@ final class HTTPServerConnection: TCPConnectionDelegate {
 
     /// Bytes of a request have arrived and it is not complete yet.
     private(set) var isMidRequest = false
+    /// The last answer is written and the connection is closing (lingering): nothing more to do,
+    /// in particular no second timeout answer on a socket already shut down for writing.
+    private(set) var isClosing = false
     /// Loop time (ms) by which the current request must be complete, or the idle connection used.
     var deadline: UInt64
 
@@ -136,7 +139,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
 
     /// The server answers 408 to a request that trickles in, or to an idle connection, and closes.
     func timeOut() {
-        guard !tcp.isClosed else { return }
+        guard !tcp.isClosed, !isClosing else { return }
         let seconds = isMidRequest ? server.configuration.requestTimeout : server.configuration.idleTimeout
         isMidRequest = false
         tcp.stopReading()
@@ -161,6 +164,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             let closing = closeAfter == current || (server.isShuttingDown && slots.isEmpty && !isMidRequest)
             server.write(slot.response, isHead: slot.isHead, closing: closing, keepAliveHeader: slot.isHTTP10 && slot.keepAlive, to: tcp)
             if closing {
+                isClosing = true
                 tcp.closeAfterWriting()
                 return
             }
