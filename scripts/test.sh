@@ -12,3 +12,4 @@ swift build --build-tests
 swift test
 # End-to-end: real reactord processes on 127.0.0.1, driven by curl, http.client and raw sockets.
 python3 -m pytest -q Tests/e2e
+python3 -m pytest -q Clients/python/tests

@@ -23,6 +23,10 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
 
     /// Creates a loop owned by the calling thread, which must be the one that calls `run()`.
     public init() throws(UVError) {
+        // A write to a peer that reset its connection must fail with EPIPE, not kill the process:
+        // libuv leaves SIGPIPE to the application, and one client closing at the wrong moment would
+        // otherwise take the server down.
+        signal(SIGPIPE, SIG_IGN)
         owner = pthread_self()
         loop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)

@@ -1,0 +1,41 @@
+"""reactor_client: a Python client for reactord, the server hosting one shared JSON document.
+
+- `Client`: synchronous HTTP (standard library only): `fire`, `fire_batch`, `state`,
+  `state_with_version`, `health`.
+- `Client.subscribe(...)`: an async WebSocket subscription that keeps the state locally from a
+  snapshot and RFC 6902 patches, reconnects and resumes by itself, and can fire events (needs the
+  `websockets` package, imported only when subscribing).
+- `ReactorError` and its subclasses carry reactord's RFC 9457 problems.
+- `apply_patch`: the RFC 6902 applier the subscription uses.
+"""
+
+from .client import Client, Response
+from .errors import (
+    ReactorClientError,
+    ReactorConnectionError,
+    ReactorError,
+    ReactorProtocolError,
+    ReactorServerError,
+    ReactorTimeoutError,
+)
+from .patch import PatchConflict, PatchError, apply_patch, format_pointer, json_equal, parse_pointer, resolve_pointer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "Response",
+    "ReactorError",
+    "ReactorClientError",
+    "ReactorServerError",
+    "ReactorConnectionError",
+    "ReactorTimeoutError",
+    "ReactorProtocolError",
+    "PatchError",
+    "PatchConflict",
+    "apply_patch",
+    "json_equal",
+    "parse_pointer",
+    "format_pointer",
+    "resolve_pointer",
+]

@@ -1,0 +1,135 @@
+"""Fixtures: a real reactord on 127.0.0.1 for the client's tests.
+
+The binary is $REACTORD_BIN, by default <repo>/.build/debug/reactord; the tests never build it
+(scripts/test.sh does). Each server is stopped with SIGTERM at teardown and must exit 0. Every
+test is bounded by an alarm, and every network call in the client carries a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+CLIENT_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(CLIENT_ROOT))  # `import reactor_client` without installing it
+
+from reactor_client import Client  # noqa: E402
+
+REPO = CLIENT_ROOT.parents[1]
+REACTORD_BIN = os.environ.get("REACTORD_BIN") or str(REPO / ".build" / "debug" / "reactord")
+ADDRESS_LINE = re.compile(r"address=127\.0\.0\.1:(\d+)")
+STARTUP_TIMEOUT = 10.0
+STOP_TIMEOUT = 10.0
+TEST_TIME_LIMIT = 30
+
+
+@pytest.fixture(autouse=True)
+def _time_limit():
+    """Fails a test that hangs rather than blocking the suite."""
+
+    def expired(signum, frame):
+        raise TimeoutError(f"test exceeded its time limit of {TEST_TIME_LIMIT} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(TEST_TIME_LIMIT)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class Reactord:
+    """A running reactord: its process, port, URL and log (stderr, in a file)."""
+
+    def __init__(self, args: list[str], log_dir: Path):
+        if not os.access(REACTORD_BIN, os.X_OK):
+            raise AssertionError(f"no reactord at {REACTORD_BIN}: run `swift build --product reactord` or set REACTORD_BIN")
+        self.args = [REACTORD_BIN, "--port", "0", *args]
+        handle, name = tempfile.mkstemp(prefix="reactord-", suffix=".log", dir=log_dir)
+        os.close(handle)
+        self.log_path = Path(name)
+        self._log = open(self.log_path, "wb")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("REACTORD_")}
+        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log, env=env)
+        self.port = self._wait_for_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _wait_for_port(self) -> int:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            match = ADDRESS_LINE.search(self.log())
+            if match:
+                return int(match.group(1))
+            if self.process.poll() is not None:
+                raise AssertionError(f"reactord exited with {self.process.returncode}: {self.args}\n{self.log()}")
+            time.sleep(0.02)
+        self.process.kill()
+        self.process.wait(5)
+        raise AssertionError(f"reactord did not log its address within {STARTUP_TIMEOUT} s\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def client(self, token: str | None = None, timeout: float = 5) -> Client:
+        return Client(self.url, token=token, timeout=timeout)
+
+    def stop(self) -> int:
+        """SIGTERM, then the exit status (killed if it does not exit in time)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+            raise AssertionError(f"reactord did not exit within {STOP_TIMEOUT} s\n{self.log()}")
+        finally:
+            self._log.close()
+
+
+@pytest.fixture
+def reactord(tmp_path) -> Callable[..., Reactord]:
+    """A factory: `reactord("--token", "a:b:read")` starts a server; each must exit 0 on SIGTERM."""
+    started: list[Reactord] = []
+
+    def start(*flags: str) -> Reactord:
+        server = Reactord(list(flags), tmp_path)
+        started.append(server)
+        return server
+
+    yield start
+
+    failures = []
+    for server in started:
+        code = server.stop()
+        if code != 0:
+            failures.append(f"reactord {server.args[1:]} exited with {code}, not 0:\n{server.log()}")
+    if failures:
+        pytest.fail("\n".join(failures))
+
+
+@pytest.fixture
+def server(reactord) -> Reactord:
+    """A default server: no tokens, state `{}`, an ephemeral port."""
+    return reactord()
+
+
+@pytest.fixture
+def client(server) -> Client:
+    return server.client()
+
+
+def run(coroutine, timeout: float = 20):
+    """Runs a test's coroutine in a fresh event loop, bounded in time."""
+    return asyncio.run(asyncio.wait_for(coroutine, timeout))
