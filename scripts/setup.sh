@@ -23,6 +23,7 @@ apt_install() {
 
 apt_install pkg-config libuv1-dev libssl-dev curl
 command -v python3 >/dev/null || apt_install python3
+command -v node >/dev/null || apt_install nodejs
 
 # llhttp: the distribution's package where it has one; otherwise build the C sources
 # that Debian's node-llhttp ships into $PREFIX, under the names upstream's install uses.

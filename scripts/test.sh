@@ -12,4 +12,8 @@ swift build --build-tests
 swift test
 # End-to-end: real reactord processes on 127.0.0.1, driven by curl, http.client and raw sockets.
 python3 -m pytest -q Tests/e2e
+# The browser JavaScript client (Clients/js) against real reactord processes. Node 20 has its
+# WebSocket behind a flag; without one (Debian 12's Node 18) the tests bring a minimal client.
+node_flags=$(node --experimental-websocket -e '' >/dev/null 2>&1 && echo --experimental-websocket || true)
+node $node_flags --test Clients/js/test/
 python3 -m pytest -q Clients/python/tests
