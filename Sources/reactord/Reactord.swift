@@ -125,7 +125,7 @@ struct Reactord: ParsableCommand {
         }
         let document = try initialDocument(settings.initialState)
         let daemon = try Daemon(logger: logger)
-        let server = StateServer(loop: daemon.loop, state: document, configuration: configuration, logger: logger)
+        let server = StateServer.document(loop: daemon.loop, state: document, configuration: configuration, logger: logger)
         do {
             try server.start()
         } catch {

@@ -1,4 +1,5 @@
 import Reactor
+import Logging
 
 /// reactord's default hosted state: one JSON document, changed by `DocumentEvent`s.
 ///
@@ -66,5 +67,14 @@ extension EventRejection {
         } else {
             self.init("patch: \(error.reason)", kind: kind)
         }
+    }
+}
+
+extension StateServer where StateType == JSONDocument {
+    /// reactord's server. Made here rather than in the daemon so that the compiler specialises the
+    /// whole request and event path for `JSONDocument` in this module: generic code used from another
+    /// module runs unspecialised and spends its time looking up type metadata.
+    public static func document(loop: EventLoop, state: JSONDocument, configuration: ServerConfiguration, logger: Logger) -> StateServer<JSONDocument> {
+        StateServer(loop: loop, state: state, configuration: configuration, logger: logger)
     }
 }
