@@ -1,5 +1,5 @@
 # Shorthands for the scripts in scripts/, which are what README and CI use.
-.PHONY: setup run test test-tsan bench-core bench-fanout
+.PHONY: setup run test test-tsan bench-core bench-http bench-fanout fuzz autobahn
 
 setup:
 	scripts/setup.sh
@@ -18,3 +18,12 @@ bench-core:
 
 bench-fanout:
 	scripts/bench-fanout.sh
+
+bench-http:
+	scripts/bench-http.sh
+
+fuzz:
+	scripts/fuzz.sh
+
+autobahn:
+	scripts/autobahn.sh

@@ -8,12 +8,15 @@ test is bounded by an alarm, and every network call in the client carries a time
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
 import os
 import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -133,3 +136,18 @@ def client(server) -> Client:
 def run(coroutine, timeout: float = 20):
     """Runs a test's coroutine in a fresh event loop, bounded in time."""
     return asyncio.run(asyncio.wait_for(coroutine, timeout))
+
+
+@contextlib.contextmanager
+def stub_http_server(handler: type[http.server.BaseHTTPRequestHandler]):
+    """A plain HTTP server on 127.0.0.1 answering with `handler`, for what reactord never does (a
+    proxy's HTML error page, a URL prefix); yields its base URL."""
+    stub = http.server.HTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=stub.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{stub.server_port}"
+    finally:
+        stub.shutdown()
+        stub.server_close()
+        thread.join(5)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import http.server
 import socket
-import threading
 import time
 
 import pytest
 
+from conftest import stub_http_server
 from reactor_client import Client, ReactorClientError, ReactorError, ReactorServerError
 
 TOKENS = (
@@ -181,16 +181,9 @@ def test_an_error_that_is_not_a_problem_still_raises_reactor_error():
         def log_message(self, *args):
             pass
 
-    stub = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=stub.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with stub_http_server(Handler) as url:
         with pytest.raises(ReactorServerError) as caught:
-            Client(f"http://127.0.0.1:{stub.server_port}", timeout=2).state()
+            Client(url, timeout=2).state()
         error = caught.value
         assert error.status == 502 and error.type == "about:blank" and error.title == "Bad Gateway"
         assert "upstream is down" in str(error)
-    finally:
-        stub.shutdown()
-        stub.server_close()
-        thread.join(5)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 
 import pytest
 
+from conftest import stub_http_server
 from reactor_client import Client, ReactorClientError, ReactorConnectionError, ReactorError, ReactorTimeoutError
 
 
@@ -157,17 +157,10 @@ def test_a_url_prefix_is_kept_in_front_of_every_path():
         def log_message(self, *args):
             pass
 
-    stub = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=stub.serve_forever, daemon=True)
-    thread.start()
-    try:
-        client = Client(f"http://127.0.0.1:{stub.server_port}/reactor/", timeout=2)
+    with stub_http_server(Handler) as url:
+        client = Client(f"{url}/reactor/", timeout=2)
         assert client.state_with_version("/a b") == (7, {"ok": True})
         assert seen == ["/reactor/state?path=/a%20b"]
-    finally:
-        stub.shutdown()
-        stub.server_close()
-        thread.join(5)
 
 
 def test_a_bad_url_is_refused():

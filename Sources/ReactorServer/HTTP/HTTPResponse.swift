@@ -44,9 +44,6 @@ public struct HTTPContentType: Sendable {
 
     public static let json = HTTPContentType("application/json")
     public static let problemJSON = HTTPContentType("application/problem+json")
-    public static let jsonLines = HTTPContentType("application/jsonl")
-    public static let plainText = HTTPContentType("text/plain; charset=utf-8")
-    public static let html = HTTPContentType("text/html; charset=utf-8")
     public static let eventStream = HTTPContentType("text/event-stream")
 }
 

@@ -2,8 +2,8 @@ import CUV
 
 /// Calls a handler on the loop thread when the process receives one of the given signals
 /// (libuv turns the signal into a loop event, so the handler may do anything a loop callback may).
+/// It watches for as long as the loop runs: `EventLoop.run()` closes its handles when it returns.
 public final class SignalWatcher {
-    private var handles: [UnsafeMutablePointer<uv_signal_t>] = []
     private let handler: (Int32) -> Void
 
     /// Must be called on `loop`'s thread.
@@ -17,17 +17,6 @@ public final class SignalWatcher {
             try UVError.check(uv_signal_start(handle, { handle, signum in
                 Unmanaged<SignalWatcher>.fromOpaque(handle!.pointee.data).takeUnretainedValue().handler(signum)
             }, signal), "uv_signal_start")
-            handles.append(handle)
         }
-    }
-
-    /// Stops watching; the handles are freed once libuv has closed them.
-    public func cancel() {
-        for handle in handles {
-            uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { closed in
-                closed?.deallocate()
-            }
-        }
-        handles = []
     }
 }
