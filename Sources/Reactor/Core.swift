@@ -118,6 +118,17 @@ public final class Core<StateType: State>: @unchecked Sendable {
         submit(.perform { [self] in command.execute(state: current, core: self) })
     }
 
+    /// Replaces the state and its version at its turn in the job queue, and shows the result to
+    /// observers. For a host whose storage refused the events after `version`: the core goes back to
+    /// the last state that storage holds, as if those events had never been applied.
+    public func restore(state: StateType, version: UInt64) {
+        submit(.perform { [self] in
+            current = state
+            currentVersion = version
+            notifyObservers()
+        })
+    }
+
     // MARK: Subscribers
 
     /// Subscribes to the whole state: `subscriber` gets the current state, then every later one.

@@ -3,11 +3,20 @@ import Foundation
 import Logging
 import ReactorServer
 
-/// reactord: one shared JSON document on the network.
+/// reactord: one shared JSON document on the network, and the tools for its data directory.
 struct Reactord: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reactord",
         abstract: "Serves one shared state: events in over HTTP, state out.",
+        subcommands: [Serve.self, Check.self, Compact.self, Export.self, Import.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+/// `reactord [serve]`: the server.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serves the state (the default command).",
         discussion: """
             Settings come from a JSON config file (--config), then REACTORD_* environment variables, \
             then flags, each overriding the one before. See docs/configuration.md.
@@ -74,6 +83,24 @@ struct Reactord: ParsableCommand {
     @Flag(name: .customLong("websocket-echo"), help: "Serve /echo, a WebSocket echo endpoint for conformance tests. Never in production.")
     var webSocketEcho = false
 
+    @Option(help: "Directory of the journal and snapshots; without one the state lives in memory only.")
+    var dataDir: String?
+
+    @Option(help: "When the journal fsyncs before acknowledging: always, batch (group commit; default) or never.")
+    var fsync: FsyncPolicy?
+
+    @Option(help: "Write a snapshot after this many events (default 100000).")
+    var snapshotEvents: Int?
+
+    @Option(help: "Write a snapshot after this many journal bytes (default 67108864).")
+    var snapshotBytes: Int?
+
+    @Option(help: "Start a new journal segment past this size in bytes (default 16777216).")
+    var segmentBytes: Int?
+
+    @Option(help: "Where the dashboard and docs/openapi.yaml are (default: the installation's share/reactord, or the source tree).")
+    var shareDir: String?
+
     func run() throws {
         var fileSettings = Settings()
         var unknownKeys: [String] = []
@@ -108,6 +135,11 @@ struct Reactord: ParsableCommand {
         settings.maxMessageBytes = maxMessageBytes
         settings.webSocketOrigins = webSocketOrigins.isEmpty ? nil : webSocketOrigins
         settings.webSocketEcho = webSocketEcho ? true : nil
+        settings.dataDir = dataDir
+        settings.fsync = fsync
+        settings.snapshotEvents = snapshotEvents
+        settings.snapshotBytes = snapshotBytes
+        settings.segmentBytes = segmentBytes
         return settings
     }
 
@@ -125,7 +157,33 @@ struct Reactord: ParsableCommand {
         }
         let document = try initialDocument(settings.initialState)
         let daemon = try Daemon(logger: logger)
-        let server = StateServer.document(loop: daemon.loop, state: document, configuration: configuration, logger: logger)
+        var files = StaticFiles()
+        if let share = Assets.shareDirectory(shareDir) {
+            do {
+                files = try Assets.load(from: share)
+            } catch {
+                throw ValidationError("cannot load the dashboard and API description: \(error)")
+            }
+        } else {
+            logger.warning("the dashboard is not installed: / and /openapi.json are not served (see --share-dir)")
+        }
+        let server: StateServer<JSONDocument>
+        if let (directory, options, storage) = try storage(settings) {
+            let opened: (log: FileEventLog, state: JSONDocument, version: UInt64)
+            do {
+                opened = try StateServer.openStorage(DataDirectory(path: directory), initialState: document, loop: daemon.loop, options: options, logger: logger)
+            } catch {
+                throw ValidationError("cannot open the data directory \(directory): \(error)")
+            }
+            if settings.initialState != nil && opened.version > 0 {
+                logger.notice("the data directory holds a state already: --initial-state is not used", metadata: ["version": "\(opened.version)"])
+            }
+            server = StateServer.document(loop: daemon.loop, state: opened.state, version: opened.version, configuration: configuration,
+                                          log: opened.log, storage: storage, files: files, logger: logger)
+        } else {
+            logger.warning("no data directory: the state is kept in memory only and lost when reactord stops (see --data-dir)")
+            server = StateServer.document(loop: daemon.loop, state: document, configuration: configuration, files: files, logger: logger)
+        }
         do {
             try server.start()
         } catch {
@@ -136,7 +194,16 @@ struct Reactord: ParsableCommand {
             "tokens": "\(configuration.tokens.map(\.name).joined(separator: ","))",
         ])
         try daemon.run { completion in server.shutdown(completion: completion) }
-        logger.notice("stopped", metadata: ["version": "\(server.core.version)"])
+        logger.notice("stopped", metadata: ["version": "\(server.publishedVersion)"])
+    }
+
+    private func storage(_ settings: Settings) throws -> (String, FileEventLog.Options, StorageConfiguration)? {
+        do {
+            guard let storage = try settings.storage() else { return nil }
+            return (storage.directory, storage.log, storage.storage)
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 
     private func initialDocument(_ path: String?) throws -> JSONDocument {
@@ -154,3 +221,4 @@ struct Reactord: ParsableCommand {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension SlowConsumerPolicy: ExpressibleByArgument {}
+extension FsyncPolicy: ExpressibleByArgument {}

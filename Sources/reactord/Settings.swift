@@ -24,6 +24,11 @@ struct Settings {
     var maxMessageBytes: Int?
     var webSocketOrigins: [String]?
     var webSocketEcho: Bool?
+    var dataDir: String?
+    var fsync: FsyncPolicy?
+    var snapshotEvents: Int?
+    var snapshotBytes: Int?
+    var segmentBytes: Int?
 
     /// This layer over `lower`: every setting this layer has wins.
     func resolved(over lower: Settings) -> Settings {
@@ -46,7 +51,12 @@ struct Settings {
             pingInterval: pingInterval ?? lower.pingInterval,
             maxMessageBytes: maxMessageBytes ?? lower.maxMessageBytes,
             webSocketOrigins: webSocketOrigins ?? lower.webSocketOrigins,
-            webSocketEcho: webSocketEcho ?? lower.webSocketEcho
+            webSocketEcho: webSocketEcho ?? lower.webSocketEcho,
+            dataDir: dataDir ?? lower.dataDir,
+            fsync: fsync ?? lower.fsync,
+            snapshotEvents: snapshotEvents ?? lower.snapshotEvents,
+            snapshotBytes: snapshotBytes ?? lower.snapshotBytes,
+            segmentBytes: segmentBytes ?? lower.segmentBytes
         )
     }
 
@@ -107,6 +117,27 @@ struct Settings {
         return configuration
     }
 
+    /// The journal's settings, checked; nil options when there is no data directory.
+    func storage() throws(ConfigurationError) -> (directory: String, log: FileEventLog.Options, storage: StorageConfiguration)? {
+        guard let dataDir, !dataDir.isEmpty else { return nil }
+        var log = FileEventLog.Options()
+        var storage = StorageConfiguration()
+        if let fsync { log.fsync = fsync }
+        if let segmentBytes {
+            guard segmentBytes >= 4096 else { throw ConfigurationError("segment-bytes must be at least 4096") }
+            log.segmentBytes = segmentBytes
+        }
+        if let snapshotEvents {
+            guard snapshotEvents > 0 else { throw ConfigurationError("snapshot-events must be positive") }
+            storage.snapshotEvents = snapshotEvents
+        }
+        if let snapshotBytes {
+            guard snapshotBytes > 0 else { throw ConfigurationError("snapshot-bytes must be positive") }
+            storage.snapshotBytes = snapshotBytes
+        }
+        return (dataDir, log, storage)
+    }
+
     static func isLoopback(_ host: String) -> Bool {
         host.hasPrefix("127.") || host == "::1"
     }
@@ -151,6 +182,14 @@ extension Settings {
         settings.pingInterval = try number("PING_INTERVAL")
         settings.maxMessageBytes = try number("MAX_MESSAGE_BYTES")
         settings.webSocketOrigins = value("WEBSOCKET_ORIGINS").map { $0.split(separator: ",").map(String.init) }
+        settings.dataDir = value("DATA_DIR")
+        if let policy = value("FSYNC") {
+            guard let parsed = FsyncPolicy(rawValue: policy) else { throw ConfigurationError("REACTORD_FSYNC must be always, batch or never, not \"\(policy)\"") }
+            settings.fsync = parsed
+        }
+        settings.snapshotEvents = try number("SNAPSHOT_EVENTS")
+        settings.snapshotBytes = try number("SNAPSHOT_BYTES")
+        settings.segmentBytes = try number("SEGMENT_BYTES")
         return settings
     }
 
@@ -158,6 +197,7 @@ extension Settings {
         "host", "port", "tokens", "logLevel", "initialState", "insecure", "corsOrigins", "maxConnections",
         "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes", "resumeWindow", "maxUnsentBytes",
         "slowConsumer", "pingInterval", "maxMessageBytes", "webSocketOrigins",
+        "dataDir", "fsync", "snapshotEvents", "snapshotBytes", "segmentBytes",
     ]
 
     /// A JSON config file (docs/configuration.md). Returns the settings and the keys it did not know.
@@ -203,6 +243,13 @@ extension Settings {
             case "webSocketOrigins":
                 guard let origins = value.arrayValue?.compactMap(\.stringValue), origins.count == value.arrayValue?.count else { throw fail(key, "an array of strings") }
                 settings.webSocketOrigins = origins
+            case "dataDir": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.dataDir = text
+            case "fsync":
+                guard let text = value.stringValue, let policy = FsyncPolicy(rawValue: text) else { throw fail(key, "always, batch or never") }
+                settings.fsync = policy
+            case "snapshotEvents": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.snapshotEvents = Int(number)
+            case "snapshotBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.snapshotBytes = Int(number)
+            case "segmentBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.segmentBytes = Int(number)
             case "tokens":
                 guard let entries = value.arrayValue else { throw fail(key, "an array of {name, secret, scopes, eventTypes?}") }
                 settings.tokens = try entries.map { entry throws(ConfigurationError) in try token(from: entry, path: path) }

@@ -1,4 +1,4 @@
-extension DocumentEvent {
+extension DocumentEvent: JSONEncodableEvent {
     /// The event's wire form, as `JSONDocument.eventRegistry` decodes it: for logs, replication and
     /// clients written in Swift. Decoding it gives back an equal event.
     public var json: JSON {

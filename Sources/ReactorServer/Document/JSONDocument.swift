@@ -13,6 +13,10 @@ public struct JSONDocument: HostedState, Equatable {
         self.root = root
     }
 
+    public init(json: JSON) {
+        root = json
+    }
+
     /// The document itself: the server serializes it as is, sharing its storage.
     public func jsonValue() -> JSON {
         root
@@ -74,7 +78,21 @@ extension StateServer where StateType == JSONDocument {
     /// reactord's server. Made here rather than in the daemon so that the compiler specialises the
     /// whole request and event path for `JSONDocument` in this module: generic code used from another
     /// module runs unspecialised and spends its time looking up type metadata.
-    public static func document(loop: EventLoop, state: JSONDocument, configuration: ServerConfiguration, logger: Logger) -> StateServer<JSONDocument> {
-        StateServer(loop: loop, state: state, configuration: configuration, logger: logger)
+    public static func document(
+        loop: EventLoop,
+        state: JSONDocument,
+        version: UInt64 = 0,
+        configuration: ServerConfiguration,
+        log: (any EventLog)? = nil,
+        storage: StorageConfiguration = StorageConfiguration(),
+        files: StaticFiles = StaticFiles(),
+        logger: Logger
+    ) -> StateServer<JSONDocument> {
+        StateServer(loop: loop, state: state, version: version, configuration: configuration, log: log, storage: storage, files: files, logger: logger)
+    }
+
+    /// As `Storage.open`, specialised here for the same reason.
+    public static func openStorage(_ directory: DataDirectory, initialState: JSONDocument, loop: EventLoop, options: FileEventLog.Options, logger: Logger) throws(EventLogError) -> (log: FileEventLog, state: JSONDocument, version: UInt64) {
+        try Storage.open(directory, initialState: initialState, loop: loop, options: options, logger: logger)
     }
 }

@@ -8,6 +8,7 @@ public struct EventRegistry<StateType: State>: Sendable {
 
     private var decoders: [String: Decoder] = [:]
     private var namesByType: [ObjectIdentifier: String] = [:]
+    private var encoders: [ObjectIdentifier: @Sendable (any Event) throws -> JSON] = [:]
 
     public init() {}
 
@@ -21,6 +22,34 @@ public struct EventRegistry<StateType: State>: Sendable {
     public mutating func register<E: Event & Decodable>(_ event: E.Type, as type: String) {
         decoders[type] = { json in try json.decode(E.self) }
         namesByType[ObjectIdentifier(E.self)] = type
+    }
+
+    /// Accepts events of `type` by their `Codable` conformance: decoded as above, and encoded (with
+    /// the `"type"` member) when a journal records them.
+    public mutating func register<E: Event & Codable>(_ event: E.Type, as type: String) {
+        decoders[type] = { json in try json.decode(E.self) }
+        namesByType[ObjectIdentifier(E.self)] = type
+        encoders[ObjectIdentifier(E.self)] = { event in
+            guard case .object(var members) = try JSON(encoding: event as! E) else {
+                throw EventDecodingError.invalidFields(type: type, reason: "it does not encode as a JSON object")
+            }
+            _ = members.updateValue(.string(type), forKey: "type", insertingAt: 0)
+            return .object(members)
+        }
+    }
+
+    /// Whether `encode` can write `event` down: a journal refuses events it could not replay.
+    public func canEncode(_ event: any Event) -> Bool {
+        event is any JSONEncodableEvent || encoders[ObjectIdentifier(type(of: event))] != nil
+    }
+
+    /// The event's wire form, which `decode` turns back into an equal event.
+    public func encode(_ event: any Event) throws -> JSON {
+        if let event = event as? any JSONEncodableEvent { return event.json }
+        guard let encode = encoders[ObjectIdentifier(type(of: event))] else {
+            throw EventEncodingError(typeName: "\(type(of: event))")
+        }
+        return try encode(event)
     }
 
     /// The wire name of `event`'s type: its `NamedEvent.eventType`, or the name it was registered under.
@@ -46,6 +75,20 @@ public struct EventRegistry<StateType: State>: Sendable {
         } catch {
             throw .invalidFields(type: type, reason: "\(error)")
         }
+    }
+}
+
+/// An event that writes its own wire form (`{"type": ..., ...fields}`), as its registry decodes it.
+public protocol JSONEncodableEvent: Event {
+    var json: JSON { get }
+}
+
+/// An event of a type the registry has no encoder for: a journal cannot record it.
+public struct EventEncodingError: Error, Sendable, CustomStringConvertible {
+    public let typeName: String
+
+    public var description: String {
+        "events of type \(typeName) cannot be journaled: register the type as Codable, or make it a JSONEncodableEvent"
     }
 }
 

@@ -8,12 +8,21 @@ public protocol HostedState: State {
 
     /// The state as JSON. The server asks once per version and keeps the answer.
     func jsonValue() throws -> JSON
+
+    /// The state `jsonValue()` gave, back from its JSON: how a server loads a snapshot.
+    init(json: JSON) throws
 }
 
 extension HostedState where Self: Encodable {
     /// Typed Swift states encode through their `Encodable` conformance.
     public func jsonValue() throws -> JSON {
         try JSON(encoding: self)
+    }
+}
+
+extension HostedState where Self: Decodable {
+    public init(json: JSON) throws {
+        self = try json.decode(Self.self)
     }
 }
 

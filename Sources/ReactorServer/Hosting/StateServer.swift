@@ -1,21 +1,28 @@
 import Logging
 import Reactor
 
-/// A hosted state on the network: a `Core` confined to the loop thread, and the HTTP server that
-/// fires events at it and reads it.
+/// A hosted state on the network: a `Core` confined to the loop thread, the event log that keeps
+/// what it applied, and the HTTP server that fires events at it and reads it.
 public final class StateServer<StateType: HostedState> {
     public let core: Core<StateType>
     public let http: HTTPServer
+    private let pipeline: CommitPipeline<StateType>
     private let service: StateService<StateType>
+    private let history: HistoryService<StateType>
     private let subscriptions: SubscriptionService<StateType>
 
-    /// Creates the server on `loop`'s thread. `middlewares` are the core's (`process(event:state:)`);
-    /// `httpMiddleware` runs after the built-in logging, CORS and auth, in front of the routes.
+    /// Creates the server on `loop`'s thread. `state` and `version` are where the core starts: the
+    /// state `log` was recovered to, when there is a log. `middlewares` are the core's
+    /// (`process(event:state:)`); `httpMiddleware` runs after the built-in logging, CORS and auth,
+    /// in front of the routes. `files` are served as they are (a dashboard, say).
     public init(
         loop: EventLoop,
         state: StateType,
         version: UInt64 = 0,
         configuration: ServerConfiguration,
+        log: (any EventLog)? = nil,
+        storage: StorageConfiguration = StorageConfiguration(),
+        files: StaticFiles = StaticFiles(),
         middlewares: [any Middleware<StateType>] = [],
         httpMiddleware: [any HTTPMiddleware] = [],
         logger: Logger
@@ -24,11 +31,17 @@ public final class StateServer<StateType: HostedState> {
         if !configuration.tokens.isEmpty {
             core.add(interceptor: EventPermissionInterceptor<StateType>())
         }
-        service = StateService(core: core, loop: loop, configuration: configuration, logger: logger)
-        subscriptions = SubscriptionService(core: core, loop: loop, configuration: configuration, logger: logger)
+        pipeline = CommitPipeline(core: core, state: state, version: version, log: log, loop: loop,
+                                  options: .init(snapshotEvents: storage.snapshotEvents, snapshotBytes: storage.snapshotBytes), logger: logger)
+        core.add(middleware: pipeline)
+        history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)
+        service = StateService(core: core, pipeline: pipeline, history: history, loop: loop, configuration: configuration, logger: logger)
+        subscriptions = SubscriptionService(core: core, pipeline: pipeline, loop: loop, configuration: configuration, logger: logger)
         var router = Router()
         service.register(in: &router)
+        history.register(in: &router)
         subscriptions.register(in: &router)
+        files.register(in: &router)
         var chain: [any HTTPMiddleware] = [RequestLogger(logger: logger)]
         if !configuration.corsOrigins.isEmpty { chain.append(CORSMiddleware(origins: Set(configuration.corsOrigins))) }
         chain.append(AuthMiddleware(tokens: configuration.tokens))
@@ -39,14 +52,32 @@ public final class StateServer<StateType: HostedState> {
     /// Subscribers connected now, over WebSocket and Server-Sent Events.
     public var subscriberCount: Int { subscriptions.hub.subscriberCount }
 
+    /// The newest version clients may see: with a log, the newest one it holds.
+    public var publishedVersion: UInt64 { pipeline.published.version }
+
     /// Binds and listens.
     public func start() throws(UVError) {
         try http.start()
     }
 
-    /// Stops accepting and calls `completion` once in-flight requests are answered.
+    /// Stops accepting, answers what is in flight (its events journaled first), closes the log, and
+    /// then calls `completion`.
     public func shutdown(completion: @escaping () -> Void) {
-        http.shutdown(completion: completion)
+        http.shutdown { [pipeline] in
+            guard let log = pipeline.log else { return completion() }
+            log.close(completion: completion)
+        }
+    }
+}
+
+/// How a server with an event log keeps it short: a snapshot after so many events or journal bytes.
+public struct StorageConfiguration: Sendable {
+    public var snapshotEvents = 100_000
+    public var snapshotBytes = 64 << 20
+
+    public init(snapshotEvents: Int = 100_000, snapshotBytes: Int = 64 << 20) {
+        self.snapshotEvents = snapshotEvents
+        self.snapshotBytes = snapshotBytes
     }
 }
 

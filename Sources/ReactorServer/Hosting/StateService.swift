@@ -6,20 +6,26 @@ import Reactor
 ///
 /// - `POST /events`: one event (a JSON object with a `"type"`) or an array of them; an array is
 ///   all-or-nothing unless `?mode=prune`. Answers `{"version": N}` once applied.
-/// - `GET /state`: the state, `ETag` = its version, `If-None-Match` → 304, `?path=` a JSON Pointer.
-/// - `GET /livez`, `GET /readyz`.
+/// - `GET /state`: the state, `ETag` = its version, `If-None-Match` → 304, `?path=` a JSON Pointer,
+///   `?version=N` the state as it was at version N.
+/// - `GET /livez`, `GET /readyz` (not ready while the journal refuses writes).
 ///
 /// Runs on the loop thread, where its core is confined: an event is applied inline, with no hop.
+/// Answers wait for the commit pipeline: a version is acknowledged, and read, once it is journaled.
 final class StateService<StateType: HostedState> {
     let core: Core<StateType>
+    private let pipeline: CommitPipeline<StateType>
+    private let history: HistoryService<StateType>
     private let logger: Logger
     private let idempotency: IdempotencyCache
     private let loop: EventLoop
     /// The state's JSON, kept for the version it was made from: reads between events reuse it.
     private var encoded: (version: UInt64, json: JSON, bytes: [UInt8])?
 
-    init(core: Core<StateType>, loop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
+    init(core: Core<StateType>, pipeline: CommitPipeline<StateType>, history: HistoryService<StateType>, loop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.core = core
+        self.pipeline = pipeline
+        self.history = history
         self.loop = loop
         self.logger = logger
         idempotency = IdempotencyCache(windowSeconds: configuration.idempotencyWindow, capacity: configuration.idempotencyCapacity)
@@ -30,13 +36,18 @@ final class StateService<StateType: HostedState> {
             postEvents(request, context: context, respond: respond)
         }
         router.add(.get, "/state", scope: .read) { [unowned self] request, _, respond in
-            respond(getState(request))
+            getState(request, respond: respond)
         }
         router.add(.get, "/livez", scope: nil) { _, _, respond in
             respond(.json(Array(#"{"status":"live"}"#.utf8)))
         }
         router.add(.get, "/readyz", scope: nil) { [unowned self] _, _, respond in
-            respond(.json(JSON.object(["status": "ready", "version": .integer(Int64(core.version))]).jsonBytes))
+            let version = JSON.integer(Int64(pipeline.published.version))
+            guard let failure = pipeline.failure else {
+                return respond(.json(JSON.object(["status": "ready", "version": version]).jsonBytes))
+            }
+            respond(.json(JSON.object(["status": "unready", "version": version, "reason": .string("journal: \(failure.message)")]).jsonBytes,
+                          status: .serviceUnavailable))
         }
     }
 
@@ -90,10 +101,12 @@ final class StateService<StateType: HostedState> {
             return respond(Self.problem(for: error, index: nil).response)
         }
         let responder = LoopBoundResponder(respond, loop: loop)
-        core.fire(event: event, origin: origin) { result in
+        core.fire(event: event, origin: origin) { [pipeline] result in
             switch result {
             case .success(let version):
-                responder.respond(.json(Self.versionBody(version)))
+                pipeline.whenPublished(version) { problem in
+                    responder.respond(problem?.response ?? .json(Self.versionBody(version)))
+                }
             case .failure(let error):
                 responder.respond(Self.problem(for: error, index: nil).response)
             }
@@ -116,7 +129,7 @@ final class StateService<StateType: HostedState> {
             }
         }
         let responder = LoopBoundResponder(respond, loop: loop)
-        core.fire(events: events, mode: mode, origin: origin) { [undecodable, positions] result in
+        core.fire(events: events, mode: mode, origin: origin) { [undecodable, positions, pipeline] result in
             let respond = responder.respond
             switch result {
             case .success(let outcome):
@@ -127,7 +140,10 @@ final class StateService<StateType: HostedState> {
                 if mode == .prune {
                     members["rejected"] = .array(rejected.map { JSON.object(["index": .integer(Int64($0.index)), "problem": $0.problem.json]) })
                 }
-                respond(.json(JSON.object(members).jsonBytes))
+                let body = JSON.object(members).jsonBytes
+                pipeline.whenPublished(outcome.version) { problem in
+                    respond(problem?.response ?? .json(body))
+                }
             case .failure(let rejection):
                 respond(Self.problem(for: rejection.error, index: positions[rejection.index]).response)
             }
@@ -181,17 +197,31 @@ final class StateService<StateType: HostedState> {
 
     // MARK: GET /state
 
-    private func getState(_ request: HTTPRequest) -> HTTPResponse {
+    private func getState(_ request: HTTPRequest, respond: @escaping (HTTPResponse) -> Void) {
         let pointer: JSONPointer?
         if let path = request.queryValue("path") {
             do {
                 pointer = try JSONPointer(path)
             } catch {
-                return Problem.invalidParameter("path", "path must be a JSON Pointer (RFC 6901) such as /players/0: \(error.message)").response
+                return respond(Problem.invalidParameter("path", "path must be a JSON Pointer (RFC 6901) such as /players/0: \(error.message)").response)
             }
         } else {
             pointer = nil
         }
+        if request.queryValue("version") != nil {
+            switch HistoryService<StateType>.integer(request, "version", default: 0, in: 0...UInt64(Int64.max)) {
+            case .failure(let problem):
+                return respond(problem.response)
+            case .success(let version) where version != pipeline.published.version:
+                return history.state(at: version, pointer: pointer, respond: respond)
+            case .success:
+                break
+            }
+        }
+        respond(currentState(request, pointer: pointer))
+    }
+
+    private func currentState(_ request: HTTPRequest, pointer: JSONPointer?) -> HTTPResponse {
         let state: (version: UInt64, json: JSON, bytes: [UInt8])
         do {
             state = try encodedState()
@@ -200,7 +230,7 @@ final class StateService<StateType: HostedState> {
             return Problem.internalError("the state cannot be encoded as JSON: \(error)").response
         }
         let etag = "\"\(state.version)\""
-        if let match = request.headers["If-None-Match"], Self.matches(match, etag: etag) {
+        if let match = request.headers["If-None-Match"], EntityTag.matches(match, etag: etag) {
             return HTTPResponse(status: .notModified, headers: [("ETag", etag)])
         }
         var response: HTTPResponse
@@ -215,19 +245,11 @@ final class StateService<StateType: HostedState> {
     }
 
     private func encodedState() throws -> (version: UInt64, json: JSON, bytes: [UInt8]) {
-        let (version, state) = core.snapshot()
+        let (version, state) = pipeline.published
         if let encoded, encoded.version == version { return encoded }
         let json = try state.jsonValue()
         let fresh = (version, json, json.jsonBytes)
         encoded = fresh
         return fresh
-    }
-
-    /// If-None-Match: `*`, or a list of entity tags, weak or strong (compared weakly, RFC 9110 §13.1.2).
-    static func matches(_ header: String, etag: String) -> Bool {
-        header.split(separator: ",").contains { candidate in
-            let tag = candidate.trimmingCharacters(in: .whitespaces)
-            return tag == "*" || tag == etag || tag == "W/" + etag
-        }
     }
 }

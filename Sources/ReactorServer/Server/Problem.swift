@@ -162,6 +162,32 @@ extension Problem {
         Problem(status: .internalServerError, kind: "internal-error", title: "Internal server error", detail: detail)
     }
 
+    /// The journal could not store an event: it was undone and is not acknowledged.
+    public static func journalUnavailable(_ error: EventLogError) -> Problem {
+        Problem(status: .serviceUnavailable, kind: "journal-unavailable", title: "Event not stored",
+                detail: "the event was not written to the journal and has been undone; nothing was applied. Retry later. (\(error.message))",
+                headers: [("Retry-After", "1")])
+    }
+
+    /// History or a past state that the data directory no longer holds.
+    public static func historyGone(_ detail: String, oldest: UInt64) -> Problem {
+        Problem(status: .gone, kind: "history-gone", title: "No longer kept", detail: detail,
+                extensions: ["oldestVersion": .integer(Int64(oldest))])
+    }
+
+    /// A version the state has not reached.
+    public static func versionNotFound(_ version: UInt64, current: UInt64) -> Problem {
+        Problem(status: .notFound, kind: "version-not-found", title: "Version not reached",
+                detail: "version \(version) does not exist yet; the current version is \(current)",
+                extensions: ["currentVersion": .integer(Int64(current))])
+    }
+
+    /// History asked of a server that keeps none (no data directory).
+    public static func historyNotKept() -> Problem {
+        Problem(status: .notFound, kind: "history-not-kept", title: "No history",
+                detail: "this server keeps no history: start reactord with --data-dir to keep a journal of events")
+    }
+
     /// The problem for a request the parser refused.
     static func parseError(_ error: HTTPParseError, limits: HTTPLimits) -> Problem {
         switch error {

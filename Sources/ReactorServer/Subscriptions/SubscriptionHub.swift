@@ -11,7 +11,7 @@ protocol SubscriptionSink: AnyObject {
 /// For every transition it computes the patch once per distinct selection and encodes it once; the
 /// same bytes then go to every subscriber of that selection. It keeps the recent transitions in a
 /// window so that a subscriber that reconnects with `since=N` catches up without a snapshot.
-final class SubscriptionHub<StateType: HostedState>: Subscriber {
+final class SubscriptionHub<StateType: HostedState> {
     private(set) var version: UInt64 = 0
     private(set) var state: JSON = .null
     private var hasState = false
@@ -29,8 +29,6 @@ final class SubscriptionHub<StateType: HostedState>: Subscriber {
         window = TransitionWindow(capacity: windowCapacity)
         self.logger = logger
     }
-
-    func update(with state: StateType) {}
 
     func update(with newState: StateType, version newVersion: UInt64) {
         let json: JSON

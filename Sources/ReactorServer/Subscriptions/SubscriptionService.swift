@@ -6,6 +6,7 @@ import Reactor
 final class SubscriptionService<StateType: HostedState> {
     let hub: SubscriptionHub<StateType>
     private let core: Core<StateType>
+    private let pipeline: CommitPipeline<StateType>
     private let loop: EventLoop
     private let configuration: ServerConfiguration
     private let logger: Logger
@@ -14,13 +15,15 @@ final class SubscriptionService<StateType: HostedState> {
 
     static var subprotocol: String { "reactor.v1" }
 
-    init(core: Core<StateType>, loop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
+    init(core: Core<StateType>, pipeline: CommitPipeline<StateType>, loop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.core = core
+        self.pipeline = pipeline
         self.loop = loop
         self.configuration = configuration
         self.logger = logger
         hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, logger: logger)
-        core.add(subscriber: hub)
+        // Subscribers see published states only: with a journal, states already on disk.
+        pipeline.addObserver { [hub] state, version in hub.update(with: state, version: version) }
     }
 
     func register(in router: inout Router) {
@@ -56,7 +59,7 @@ final class SubscriptionService<StateType: HostedState> {
         let mayFire = configuration.tokens.isEmpty || principal?.token.allows(.fire) == true
         return handshake(request, subprotocols: [Self.subprotocol]) { [unowned self] tcp, leftover in
             let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing)
-            let subscriber = WebSocketSubscriber(connection: connection, hub: hub, core: core, loop: loop, selection: selection,
+            let subscriber = WebSocketSubscriber(connection: connection, hub: hub, core: core, pipeline: pipeline, loop: loop, selection: selection,
                                                  principal: principal, mayFire: mayFire, configuration: configuration, logger: logger)
             subscriber.start(since: since, leftover: leftover)
             return connection

@@ -7,6 +7,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     private let connection: WebSocketConnection
     private let hub: SubscriptionHub<StateType>
     private let core: Core<StateType>
+    private let pipeline: CommitPipeline<StateType>
     private let selection: SubscriptionSelection
     private let principal: Principal?
     private let mayFire: Bool
@@ -16,11 +17,12 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     private var isLagging = false
     private let loop: EventLoop
 
-    init(connection: WebSocketConnection, hub: SubscriptionHub<StateType>, core: Core<StateType>, loop: EventLoop,
+    init(connection: WebSocketConnection, hub: SubscriptionHub<StateType>, core: Core<StateType>, pipeline: CommitPipeline<StateType>, loop: EventLoop,
          selection: SubscriptionSelection, principal: Principal?, mayFire: Bool, configuration: ServerConfiguration, logger: Logger) {
         self.connection = connection
         self.hub = hub
         self.core = core
+        self.pipeline = pipeline
         self.loop = loop
         self.selection = selection
         self.principal = principal
@@ -99,10 +101,14 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
             return reply(error: StateService<StateType>.problem(for: error, index: nil), id: id)
         }
         let this = LoopBound(self, loop: loop)
-        core.fire(event: event, origin: principal) { result in
+        core.fire(event: event, origin: principal) { [pipeline] result in
             switch result {
             case .success(let version):
-                this.value.reply(JSON.object(["type": "ack", "id": id, "version": .integer(Int64(version))]))
+                // Acknowledged once journaled, like an HTTP answer.
+                pipeline.whenPublished(version) { problem in
+                    if let problem { return this.value.reply(error: problem, id: id) }
+                    this.value.reply(JSON.object(["type": "ack", "id": id, "version": .integer(Int64(version))]))
+                }
             case .failure(let error):
                 this.value.reply(error: StateService<StateType>.problem(for: error, index: nil), id: id)
             }

@@ -48,7 +48,7 @@ final class ProblemTests: XCTestCase {
     }
 
     func testIfNoneMatch() {
-        let matches = StateService<JSONDocument>.matches
+        let matches = EntityTag.matches
         XCTAssertTrue(matches("\"3\"", "\"3\""))
         XCTAssertTrue(matches("\"1\", \"3\"", "\"3\""))
         XCTAssertTrue(matches("W/\"3\"", "\"3\""))

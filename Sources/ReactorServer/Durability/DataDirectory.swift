@@ -1,0 +1,175 @@
+import Foundation
+
+/// The files of a data directory:
+///
+///     LOCK                                  held (flock) by the one process using the directory
+///     journal/00000000000000000001.log      segments, named by the first version they hold
+///     snapshots/00000000000000000000.snapshot   the state at a version, named by it
+///
+/// POSIX calls with their errors as `EventLogError`s naming the file, and the hook tests use to make
+/// them fail (a full disk, an I/O error) on purpose.
+public struct DataDirectory: Sendable {
+    public let path: String
+    /// Makes chosen operations fail with an errno, for tests: nil lets the call through.
+    public var faults: (@Sendable (FileOperation, String) -> Int32?)?
+
+    public enum FileOperation: Sendable, Equatable {
+        case write, fsync, rename, truncate
+    }
+
+    public init(path: String, faults: (@Sendable (FileOperation, String) -> Int32?)? = nil) {
+        self.path = path.hasSuffix("/") && path.count > 1 ? String(path.dropLast()) : path
+        self.faults = faults
+    }
+
+    var journalPath: String { path + "/journal" }
+    var snapshotsPath: String { path + "/snapshots" }
+
+    func segmentPath(firstVersion: UInt64) -> String { journalPath + "/" + Self.fileName(firstVersion) + ".log" }
+    func snapshotPath(version: UInt64) -> String { snapshotsPath + "/" + Self.fileName(version) + ".snapshot" }
+
+    static func fileName(_ version: UInt64) -> String {
+        let digits = String(version)
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+    }
+
+    /// The versions in the names of `directory`'s files ending in `suffix`, sorted.
+    func versions(in directory: String, suffix: String) throws(EventLogError) -> [UInt64] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw EventLogError(.io(code: EIO), "cannot list \(directory): \(error.localizedDescription)")
+        }
+        return names.compactMap { name in
+            guard name.hasSuffix(suffix), name.count == 20 + suffix.count else { return nil }
+            return UInt64(name.dropLast(suffix.count))
+        }.sorted()
+    }
+
+    func segmentVersions() throws(EventLogError) -> [UInt64] { try versions(in: journalPath, suffix: ".log") }
+    func snapshotVersions() throws(EventLogError) -> [UInt64] { try versions(in: snapshotsPath, suffix: ".snapshot") }
+
+    /// Whether the directory holds a journal or snapshots already.
+    var isInitialized: Bool {
+        FileManager.default.fileExists(atPath: journalPath) || FileManager.default.fileExists(atPath: snapshotsPath)
+    }
+
+    /// Creates the directory and its subdirectories as needed.
+    func create() throws(EventLogError) {
+        for directory in [path, journalPath, snapshotsPath] {
+            if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+                throw Self.error("cannot create the directory", directory)
+            }
+        }
+        try fsyncDirectory(path)
+    }
+
+    /// Takes the directory's lock for this process; fails if another process holds it.
+    func lock() throws(EventLogError) -> Int32 {
+        let lockPath = path + "/LOCK"
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Self.error("cannot open", lockPath) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(fd)
+            if code == EWOULDBLOCK {
+                throw EventLogError(.unavailable, "the data directory \(path) is in use by another process (\(lockPath) is locked)")
+            }
+            throw EventLogError(.io(code: code), "cannot lock \(lockPath): \(String(cString: strerror(code)))")
+        }
+        return fd
+    }
+
+    // MARK: POSIX with errors
+
+    func readFile(_ file: String) throws(EventLogError) -> [UInt8] {
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.error("cannot open", file) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var stats = stat()
+        if fstat(fd, &stats) == 0 { bytes.reserveCapacity(Int(stats.st_size)) }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Self.error("cannot read", file)
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    func openForAppend(_ file: String, create: Bool) throws(EventLogError) -> Int32 {
+        let fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0o644)
+        guard fd >= 0 else { throw Self.error("cannot open", file) }
+        return fd
+    }
+
+    func writeAll(_ fd: Int32, _ bytes: [UInt8], file: String) throws(EventLogError) {
+        if let code = faults?(.write, file) { throw Self.error("cannot write", file, code: code) }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { raw in
+                Foundation.write(fd, raw.baseAddress! + written, raw.count - written)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Self.error("cannot write", file)
+            }
+            written += count
+        }
+    }
+
+    func sync(_ fd: Int32, file: String) throws(EventLogError) {
+        if let code = faults?(.fsync, file) { throw Self.error("cannot fsync", file, code: code) }
+        guard fsync(fd) == 0 else { throw Self.error("cannot fsync", file) }
+    }
+
+    func truncate(_ fd: Int32, to size: Int, file: String) throws(EventLogError) {
+        if let code = faults?(.truncate, file) { throw Self.error("cannot truncate", file, code: code) }
+        guard ftruncate(fd, off_t(size)) == 0 else { throw Self.error("cannot truncate", file) }
+    }
+
+    /// Makes a new or removed name in `directory` durable.
+    func fsyncDirectory(_ directory: String) throws(EventLogError) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.error("cannot open the directory", directory) }
+        defer { close(fd) }
+        try sync(fd, file: directory)
+    }
+
+    /// Writes `bytes` to `file` so that a crash leaves either the old file or the whole new one:
+    /// a temporary file, fsync, rename over `file`, fsync of the directory.
+    func writeAtomically(_ bytes: [UInt8], to file: String) throws(EventLogError) {
+        let temporary = file + ".tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Self.error("cannot create", temporary) }
+        do {
+            try writeAll(fd, bytes, file: temporary)
+            try sync(fd, file: temporary)
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        close(fd)
+        if let code = faults?(.rename, file) {
+            unlink(temporary)
+            throw Self.error("cannot rename \(temporary) to", file, code: code)
+        }
+        guard rename(temporary, file) == 0 else {
+            let failure = Self.error("cannot rename \(temporary) to", file)
+            unlink(temporary)
+            throw failure
+        }
+        try fsyncDirectory((file as NSString).deletingLastPathComponent)
+    }
+
+    static func error(_ what: String, _ file: String, code: Int32 = errno) -> EventLogError {
+        EventLogError(.io(code: code), "\(what) \(file): \(String(cString: strerror(code)))")
+    }
+}

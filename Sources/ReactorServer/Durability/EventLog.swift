@@ -1,0 +1,68 @@
+/// Where a server keeps the events it applied, in order, so that no acknowledged event is lost.
+///
+/// The server's core and transports see only this interface: a journal of files on one machine
+/// (`FileEventLog`) today; a log shared by several servers (a Redis stream, say) can take its place.
+/// Every method is called on the loop thread and calls its completion there.
+public protocol EventLog: AnyObject {
+    /// The version of the last record appended durably.
+    var lastVersion: UInt64 { get }
+
+    /// The oldest version whose state the log can still rebuild: its oldest snapshot's.
+    var oldestVersion: UInt64 { get }
+
+    /// Appends records whose versions follow `lastVersion` without a gap; `completion` runs once they
+    /// are as durable as the log promises (on disk, with fsync), or with why they are not, in which
+    /// case none of them is in the log.
+    func append(_ records: [LogRecord], completion: @escaping (Result<Void, EventLogError>) -> Void)
+
+    /// Up to `limit` records with versions greater than `version`, in order.
+    func read(after version: UInt64, limit: Int, completion: @escaping (Result<[LogRecord], EventLogError>) -> Void)
+
+    /// Saves the state at `version` (a durable version), encoded by `encode` away from the loop thread;
+    /// the log may then drop the records up to `version`.
+    func saveSnapshot(at version: UInt64, encode: @escaping @Sendable () throws -> [UInt8], completion: @escaping (Result<Void, EventLogError>) -> Void)
+
+    /// The newest snapshot at or before `version`, if the log still has one.
+    func loadSnapshot(atOrBefore version: UInt64, completion: @escaping (Result<LogRecord?, EventLogError>) -> Void)
+
+    /// Finishes what is in flight and releases the log's files; `completion` runs after.
+    func close(completion: @escaping () -> Void)
+}
+
+/// Why an event log could not do what it was asked.
+public struct EventLogError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The operating system refused (ENOSPC, EIO, EROFS...): `code` is the errno.
+        case io(code: Int32)
+        /// The bytes on disk are not what was written.
+        case damaged
+        /// The log is closed or failed earlier and cannot be trusted until restarted.
+        case unavailable
+        /// What was asked for is no longer kept.
+        case gone
+        /// Anything else (a state that would not encode).
+        case other
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// When the journal calls fsync before it acknowledges events.
+public enum FsyncPolicy: String, Sendable, CaseIterable {
+    /// Each event is written and fsynced on its own before its acknowledgement.
+    case always
+    /// Group commit: the events applied in one loop iteration are written and fsynced together
+    /// (the next group gathers while an fsync runs), then acknowledged.
+    case batch
+    /// Written to the operating system before acknowledgement, never fsynced: survives a crash of
+    /// reactord, not of the machine.
+    case never
+}

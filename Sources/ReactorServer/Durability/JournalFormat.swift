@@ -1,0 +1,156 @@
+/// One entry of an event log: the version an event produced and the event's JSON; in a snapshot
+/// file, the version and the whole state's JSON.
+public struct LogRecord: Sendable, Equatable {
+    public let version: UInt64
+    public let payload: [UInt8]
+
+    public init(version: UInt64, payload: [UInt8]) {
+        self.version = version
+        self.payload = payload
+    }
+}
+
+/// The bytes of journal segments and snapshot files.
+///
+/// A file starts with a 16-byte header: a 4-byte magic (`RJNL` for a journal segment, `RSNP` for a
+/// snapshot), the format (UInt16, little-endian), two reserved bytes and a UInt64 (the first version a
+/// segment holds, or the snapshot's version). Records follow, each
+///
+///     length  UInt32  the payload's byte count
+///     crc     UInt32  CRC-32C of the version's 8 bytes and the payload
+///     version UInt64
+///     payload length bytes of JSON
+///
+/// all little-endian. A snapshot file holds exactly one record.
+public enum JournalFormat {
+    public static let formatVersion: UInt16 = 1
+    public static let headerSize = 16
+    public static let recordHeaderSize = 16
+    /// The largest payload a record may carry; a larger length can only be damage.
+    public static let maxPayload = 1 << 30
+
+    public enum FileKind: Sendable {
+        case segment, snapshot
+
+        var magic: [UInt8] {
+            switch self {
+            case .segment: Array("RJNL".utf8)
+            case .snapshot: Array("RSNP".utf8)
+            }
+        }
+    }
+
+    public static func header(_ kind: FileKind, version: UInt64) -> [UInt8] {
+        var bytes = kind.magic
+        bytes.appendLittleEndian(UInt16(formatVersion))
+        bytes.appendLittleEndian(UInt16(0))
+        bytes.appendLittleEndian(version)
+        return bytes
+    }
+
+    /// Reads a header; nil with the reason when the bytes are not one of `kind`.
+    public static func parseHeader(_ bytes: UnsafeRawBufferPointer, kind: FileKind) -> Result<UInt64, HeaderError> {
+        guard bytes.count >= headerSize else { return .failure(.short(bytes.count)) }
+        guard Array(bytes[0..<4]) == kind.magic else { return .failure(.badMagic) }
+        let format = UInt16(bytes[4]) | UInt16(bytes[5]) << 8
+        guard format == formatVersion else { return .failure(.unknownFormat(format)) }
+        return .success(UInt64(littleEndianBytes: bytes, at: 8))
+    }
+
+    public enum HeaderError: Error, Equatable, CustomStringConvertible {
+        case short(Int), badMagic, unknownFormat(UInt16)
+
+        public var description: String {
+            switch self {
+            case .short(let count): "the header is \(count) bytes, not \(JournalFormat.headerSize)"
+            case .badMagic: "the file does not start with the expected magic bytes"
+            case .unknownFormat(let format): "unknown format \(format) (this reactord reads format \(JournalFormat.formatVersion))"
+            }
+        }
+    }
+
+    /// Appends one record's bytes to `bytes`.
+    public static func append(_ record: LogRecord, to bytes: inout [UInt8]) {
+        var versionBytes: [UInt8] = []
+        versionBytes.appendLittleEndian(record.version)
+        var crc = CRC32C.checksum(versionBytes)
+        crc = CRC32C.checksum(record.payload, continuing: crc)
+        bytes.appendLittleEndian(UInt32(record.payload.count))
+        bytes.appendLittleEndian(crc)
+        bytes.append(contentsOf: versionBytes)
+        bytes.append(contentsOf: record.payload)
+    }
+
+    public static func encodedSize(_ record: LogRecord) -> Int {
+        recordHeaderSize + record.payload.count
+    }
+}
+
+/// Walks the records of a file's bytes (after its header), and tells how the file ends: cleanly,
+/// torn (the last record was cut short or never completed: what a crash mid-write leaves), or damaged
+/// (a bad record with more after it). Pure: the caller decides what a torn or damaged file means.
+public struct JournalScanner {
+    public enum Step: Equatable {
+        case record(LogRecord, offset: Int)
+        case end
+        /// The bytes from `offset` on are an unfinished record; truncating there loses only it.
+        case torn(offset: Int, reason: String)
+        /// The record at `offset` is damaged and more bytes follow it.
+        case damaged(offset: Int, reason: String)
+    }
+
+    private let bytes: [UInt8]
+    public private(set) var offset: Int
+
+    /// `bytes` is the whole file; records start at `start` (after the header).
+    public init(bytes: [UInt8], start: Int = JournalFormat.headerSize) {
+        self.bytes = bytes
+        offset = start
+    }
+
+    public mutating func next() -> Step {
+        let remaining = bytes.count - offset
+        if remaining == 0 { return .end }
+        let at = offset
+        if bytes[at...].allSatisfy({ $0 == 0 }) {
+            // A file extended with zeros (preallocation, or metadata written before data at a crash).
+            return .torn(offset: at, reason: "\(remaining) zero bytes after the last record")
+        }
+        guard remaining >= JournalFormat.recordHeaderSize else {
+            return .torn(offset: at, reason: "a record header cut short (\(remaining) of \(JournalFormat.recordHeaderSize) bytes)")
+        }
+        return bytes.withUnsafeBytes { raw in
+            let length = Int(UInt32(littleEndianBytes: raw, at: at))
+            let crc = UInt32(littleEndianBytes: raw, at: at + 4)
+            let version = UInt64(littleEndianBytes: raw, at: at + 8)
+            let end = at + JournalFormat.recordHeaderSize + length
+            guard length <= JournalFormat.maxPayload, end <= bytes.count else {
+                return .torn(offset: at, reason: "a record of \(length) bytes runs past the end of the file")
+            }
+            let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(at + 4 + 4)..<end]))
+            guard computed == crc else {
+                let reason = "checksum mismatch in the record of version \(version) (stored \(hex(crc)), computed \(hex(computed)))"
+                return end == bytes.count ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
+            }
+            offset = end
+            return .record(LogRecord(version: version, payload: Array(raw[(at + JournalFormat.recordHeaderSize)..<end])), offset: at)
+        }
+    }
+
+    private func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
+    }
+}
+
+extension [UInt8] {
+    mutating func appendLittleEndian<Integer: FixedWidthInteger>(_ value: Integer) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+}
+
+extension UInt64 {
+    init(littleEndianBytes bytes: UnsafeRawBufferPointer, at offset: Int) {
+        self = UInt64(UInt32(littleEndianBytes: bytes, at: offset)) | UInt64(UInt32(littleEndianBytes: bytes, at: offset + 4)) << 32
+    }
+}

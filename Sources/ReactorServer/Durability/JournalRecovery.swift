@@ -1,0 +1,154 @@
+import Foundation
+
+/// Reads a data directory back: its newest snapshot, then every journal record after it, checking
+/// each record's checksum and that versions follow one another without a gap.
+///
+/// A torn final record (what a crash in the middle of a write leaves) is cut off, with a warning
+/// naming the file and offset, when `repair` is on; damage anywhere else is an error naming the file
+/// and offset, and nothing is changed.
+public struct JournalRecovery: Sendable {
+    public struct Report: Sendable {
+        public var snapshotVersion: UInt64 = 0
+        public var lastVersion: UInt64 = 0
+        public var records = 0
+        public var segments: [UInt64] = []
+        /// The segment appends continue in, and its size once verified (and repaired).
+        public var lastSegment: (firstVersion: UInt64, size: Int)?
+        /// Segments whose records all precede the snapshot: left by a crash before they were removed.
+        public var obsoleteSegments: [UInt64] = []
+        /// What was found torn and, with `repair`, cut off.
+        public var warnings: [String] = []
+    }
+
+    public let directory: DataDirectory
+
+    public init(directory: DataDirectory) {
+        self.directory = directory
+    }
+
+    /// Calls `restore` with the newest snapshot, then `replay` with every record after it, in order.
+    public func read(
+        repair: Bool,
+        restore: (LogRecord) throws -> Void,
+        replay: (LogRecord) throws -> Void
+    ) throws -> Report {
+        var report = Report()
+        guard let snapshotVersion = try directory.snapshotVersions().last else {
+            throw EventLogError(.damaged, "\(directory.snapshotsPath) holds no snapshot: this is not a complete reactord data directory")
+        }
+        let snapshot = try readSnapshot(version: snapshotVersion)
+        try restore(snapshot)
+        report.snapshotVersion = snapshotVersion
+        var expected = snapshotVersion + 1
+
+        let segments = try directory.segmentVersions()
+        for (index, first) in segments.enumerated() {
+            let isLast = index == segments.count - 1
+            if !isLast && segments[index + 1] <= snapshotVersion + 1 {
+                report.obsoleteSegments.append(first)
+                continue
+            }
+            report.segments.append(first)
+            let file = directory.segmentPath(firstVersion: first)
+            let relative = "journal/" + (file as NSString).lastPathComponent
+            let bytes = try directory.readFile(file)
+            let headerVersion: UInt64
+            switch bytes.withUnsafeBytes({ JournalFormat.parseHeader($0, kind: .segment) }) {
+            case .success(let version):
+                headerVersion = version
+            case .failure(.short(let count)) where isLast:
+                // Created, then a crash before its header was whole: it holds nothing.
+                report.warnings.append("\(relative): a segment header cut short (\(count) bytes); \(repair ? "removed" : "to be removed")")
+                if repair {
+                    unlink(file)
+                    try directory.fsyncDirectory(directory.journalPath)
+                }
+                report.segments.removeLast()
+                continue
+            case .failure(let error):
+                throw EventLogError(.damaged, "\(relative) at offset 0: \(error)")
+            }
+            guard headerVersion == first else {
+                throw EventLogError(.damaged, "\(relative) at offset 8: its header says it starts at version \(headerVersion), its name says \(first)")
+            }
+            if first > expected {
+                throw EventLogError(.damaged, "\(relative) at offset 0: versions \(expected) to \(first - 1) are missing before it")
+            }
+            var scanner = JournalScanner(bytes: bytes)
+            var previous: UInt64? = nil
+            var size = bytes.count
+            scanning: while true {
+                switch scanner.next() {
+                case .record(let record, let offset):
+                    if let previous, record.version != previous + 1 {
+                        throw EventLogError(.damaged, "\(relative) at offset \(offset): version \(record.version) follows \(previous)")
+                    }
+                    if previous == nil && record.version != first {
+                        throw EventLogError(.damaged, "\(relative) at offset \(offset): the first record is version \(record.version), not \(first)")
+                    }
+                    previous = record.version
+                    if record.version < expected { continue }
+                    guard record.version == expected else {
+                        throw EventLogError(.damaged, "\(relative) at offset \(offset): version \(record.version) where \(expected) was expected")
+                    }
+                    try replay(record)
+                    report.records += 1
+                    expected += 1
+                case .end:
+                    break scanning
+                case .torn(let offset, let reason):
+                    guard isLast else {
+                        throw EventLogError(.damaged, "\(relative) at offset \(offset): \(reason), and later segments follow it")
+                    }
+                    report.warnings.append("\(relative) at offset \(offset): \(reason); \(repair ? "truncated" : "to be truncated") there")
+                    if repair { try truncate(file, to: offset) }
+                    size = offset
+                    break scanning
+                case .damaged(let offset, let reason):
+                    throw EventLogError(.damaged, "\(relative) at offset \(offset): \(reason)")
+                }
+            }
+            if isLast { report.lastSegment = (first, size) }
+        }
+        report.lastVersion = expected - 1
+        return report
+    }
+
+    /// Reads and checks the snapshot file of `version`.
+    public func readSnapshot(version: UInt64) throws -> LogRecord {
+        let file = directory.snapshotPath(version: version)
+        let relative = "snapshots/" + (file as NSString).lastPathComponent
+        let bytes = try directory.readFile(file)
+        switch bytes.withUnsafeBytes({ JournalFormat.parseHeader($0, kind: .snapshot) }) {
+        case .success(let headerVersion) where headerVersion == version:
+            break
+        case .success(let headerVersion):
+            throw EventLogError(.damaged, "\(relative) at offset 8: its header says version \(headerVersion), its name says \(version)")
+        case .failure(let error):
+            throw EventLogError(.damaged, "\(relative) at offset 0: \(error)")
+        }
+        var scanner = JournalScanner(bytes: bytes)
+        switch scanner.next() {
+        case .record(let record, let offset):
+            guard record.version == version else {
+                throw EventLogError(.damaged, "\(relative) at offset \(offset): the record is version \(record.version), not \(version)")
+            }
+            guard scanner.next() == .end else {
+                throw EventLogError(.damaged, "\(relative) at offset \(scanner.offset): bytes after the snapshot's record")
+            }
+            return record
+        case .end:
+            throw EventLogError(.damaged, "\(relative) at offset \(JournalFormat.headerSize): the snapshot holds no record")
+        case .torn(let offset, let reason), .damaged(let offset, let reason):
+            throw EventLogError(.damaged, "\(relative) at offset \(offset): \(reason)")
+        }
+    }
+
+    private func truncate(_ file: String, to size: Int) throws(EventLogError) {
+        let fd = open(file, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw DataDirectory.error("cannot open", file) }
+        defer { close(fd) }
+        try directory.truncate(fd, to: size, file: file)
+        try directory.sync(fd, file: file)
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Logging
+
+/// What a data directory is used for, offline and at start-up: opening it for a server (recovering
+/// the state it holds), and reactord's `check`, `compact`, `export` and `import`.
+public enum Storage {
+    /// Opens `directory` for a server, creating it with `initialState` as its version 0 when it holds
+    /// nothing yet, and recovers the state it holds: the newest snapshot and the journal after it,
+    /// with a torn final record cut off (and logged). Refuses damage anywhere else.
+    public static func open<StateType: HostedState>(
+        _ directory: DataDirectory,
+        initialState: StateType,
+        loop: EventLoop,
+        options: FileEventLog.Options,
+        logger: Logger
+    ) throws(EventLogError) -> (log: FileEventLog, state: StateType, version: UInt64) {
+        try directory.create()
+        let lock = try directory.lock()
+        do throws(EventLogError) {
+            let (snapshots, segments) = (try directory.snapshotVersions(), try directory.segmentVersions())
+            if snapshots.isEmpty && segments.isEmpty {
+                try writeInitialSnapshot(initialState, in: directory)
+                logger.notice("created a data directory", metadata: ["directory": "\(directory.path)"])
+            }
+            var state = initialState
+            let report = try read(directory, repair: true, restore: { state = try StateType(snapshot: $0) }, replay: { try state.replay($0) })
+            for warning in report.warnings {
+                logger.warning("torn journal tail cut off: the event in it was never acknowledged", metadata: ["where": "\(warning)"])
+            }
+            let log = try FileEventLog(directory: directory, lockFD: lock, report: report, loop: loop, options: options)
+            logger.notice("recovered", metadata: [
+                "directory": "\(directory.path)", "snapshot": "\(report.snapshotVersion)",
+                "replayed": "\(report.records)", "version": "\(report.lastVersion)",
+            ])
+            return (log, state, report.lastVersion)
+        } catch {
+            close(lock)
+            throw error
+        }
+    }
+
+    /// Verifies `directory` without changing it; a torn tail is reported in the warnings.
+    public static func check<StateType: HostedState>(_ directory: DataDirectory, as type: StateType.Type) throws(EventLogError) -> JournalRecovery.Report {
+        try requireExisting(directory)
+        let lock = try directory.lock()
+        defer { close(lock) }
+        var state: StateType?
+        return try read(directory, repair: false, restore: { state = try StateType(snapshot: $0) }, replay: { try state!.replay($0) })
+    }
+
+    /// Writes a snapshot of the newest state and removes the journal segments and snapshots it makes
+    /// redundant. Returns the snapshot's version.
+    public static func compact<StateType: HostedState>(_ directory: DataDirectory, as type: StateType.Type) throws(EventLogError) -> UInt64 {
+        try requireExisting(directory)
+        let lock = try directory.lock()
+        defer { close(lock) }
+        var state: StateType?
+        let report = try read(directory, repair: true, restore: { state = try StateType(snapshot: $0) }, replay: { try state!.replay($0) })
+        let bytes: [UInt8]
+        do { bytes = try state!.jsonValue().jsonBytes } catch {
+            throw EventLogError(.other, "the state at version \(report.lastVersion) does not encode: \(error)")
+        }
+        // Every segment goes: the next event starts a new one.
+        let segments = try directory.segmentVersions()
+        try FileEventLog.writeSnapshot(LogRecord(version: report.lastVersion, payload: bytes), in: directory,
+                                       removingSegments: segments, snapshots: try directory.snapshotVersions().filter { $0 < report.lastVersion })
+        return report.lastVersion
+    }
+
+    /// Writes the directory as JSON lines: `{"version":S,"state":...}` (its snapshot) first, then
+    /// `{"version":N,"event":...}` for every event after it.
+    public static func export(_ directory: DataDirectory, to write: ([UInt8]) -> Void) throws(EventLogError) -> JournalRecovery.Report {
+        try requireExisting(directory)
+        let lock = try directory.lock()
+        defer { close(lock) }
+        func line(_ record: LogRecord, member: String) {
+            var bytes = Array(#"{"version":"#.utf8)
+            bytes.appendDecimal(record.version)
+            bytes.append(contentsOf: ",\"\(member)\":".utf8)
+            bytes.append(contentsOf: record.payload)
+            bytes.append(contentsOf: "}\n".utf8)
+            write(bytes)
+        }
+        return try read(directory, repair: false, restore: { line($0, member: "state") }, replay: { line($0, member: "event") })
+    }
+
+    /// Fills an empty directory from an export: the same state at the same versions. Every event is
+    /// replayed first, so a bad export changes nothing. Returns the last version.
+    public static func importLines<StateType: HostedState>(_ lines: some Sequence<[UInt8]>, into directory: DataDirectory, as type: StateType.Type) throws(EventLogError) -> UInt64 {
+        try directory.create()
+        let lock = try directory.lock()
+        defer { close(lock) }
+        let (snapshots, segments) = (try directory.snapshotVersions(), try directory.segmentVersions())
+        guard snapshots.isEmpty && segments.isEmpty else {
+            throw EventLogError(.other, "\(directory.path) already holds a journal: import needs an empty data directory")
+        }
+        var snapshot: LogRecord?
+        var state: StateType?
+        var records: [LogRecord] = []
+        for (index, bytes) in lines.enumerated() where !bytes.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
+            let lineNumber = index + 1
+            let json: JSON
+            do { json = try JSON(parsing: bytes) } catch {
+                throw EventLogError(.other, "line \(lineNumber): not JSON: \(error)")
+            }
+            guard case .integer(let signed)? = json["version"], signed >= 0 else {
+                throw EventLogError(.other, "line \(lineNumber): no \"version\" (a non-negative integer)")
+            }
+            let version = UInt64(signed)
+            if snapshot == nil {
+                guard let value = json["state"] else {
+                    throw EventLogError(.other, "line \(lineNumber): an export starts with {\"version\":N,\"state\":...}")
+                }
+                let record = LogRecord(version: version, payload: value.jsonBytes)
+                state = try StateType(snapshot: record)
+                snapshot = record
+                continue
+            }
+            guard let event = json["event"] else {
+                throw EventLogError(.other, "line \(lineNumber): expected {\"version\":N,\"event\":...}")
+            }
+            let expected = (records.last?.version ?? snapshot!.version) + 1
+            guard version == expected else {
+                throw EventLogError(.other, "line \(lineNumber): version \(version) where \(expected) was expected")
+            }
+            let record = LogRecord(version: version, payload: event.jsonBytes)
+            do { try state!.replay(record) } catch {
+                throw EventLogError(.other, "line \(lineNumber): \(error.message)")
+            }
+            records.append(record)
+        }
+        guard let snapshot else { throw EventLogError(.other, "the export is empty") }
+        var bytes = JournalFormat.header(.snapshot, version: snapshot.version)
+        JournalFormat.append(snapshot, to: &bytes)
+        try directory.writeAtomically(bytes, to: directory.snapshotPath(version: snapshot.version))
+        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: snapshot.version + 1)
+        var start = 0
+        while start < records.count {
+            let end = min(records.count, start + 4096)
+            if case .failure(let error) = writer.append(Array(records[start..<end]), policy: .batch) { throw error }
+            start = end
+        }
+        writer.close()
+        return records.last?.version ?? snapshot.version
+    }
+
+    // MARK: Helpers
+
+    static func writeInitialSnapshot<StateType: HostedState>(_ state: StateType, in directory: DataDirectory) throws(EventLogError) {
+        let payload: [UInt8]
+        do { payload = try state.jsonValue().jsonBytes } catch {
+            throw EventLogError(.other, "the initial state does not encode: \(error)")
+        }
+        var bytes = JournalFormat.header(.snapshot, version: 0)
+        JournalFormat.append(LogRecord(version: 0, payload: payload), to: &bytes)
+        try directory.writeAtomically(bytes, to: directory.snapshotPath(version: 0))
+    }
+
+    private static func read(_ directory: DataDirectory, repair: Bool, restore: (LogRecord) throws -> Void, replay: (LogRecord) throws -> Void) throws(EventLogError) -> JournalRecovery.Report {
+        do {
+            return try JournalRecovery(directory: directory).read(repair: repair, restore: restore, replay: replay)
+        } catch let error as EventLogError {
+            throw error
+        } catch {
+            throw EventLogError(.other, "\(error)")
+        }
+    }
+
+    private static func requireExisting(_ directory: DataDirectory) throws(EventLogError) {
+        guard directory.isInitialized else {
+            throw EventLogError(.other, "\(directory.path) is not a reactord data directory (no journal/ or snapshots/ in it)")
+        }
+    }
+}

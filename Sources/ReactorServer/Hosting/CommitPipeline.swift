@@ -1,0 +1,185 @@
+import DequeModule
+import Logging
+import Reactor
+
+/// Stands between the core and everyone who hears about its states: nothing the core applied is
+/// acknowledged to a client, shown to a subscriber or served by `GET /state` before the event log
+/// holds it.
+///
+/// As a middleware it sees every event the core applies, by any transport, and queues its record.
+/// At the end of each loop iteration (a libuv prepare handle) it appends what was queued as one
+/// batch (group commit); while that append runs, the next batch gathers. When the log confirms a
+/// batch, each of its states is published in order and the acknowledgements waiting on its versions
+/// go out. When the log fails, the core goes back to the last published state, every waiting
+/// acknowledgement becomes a 503, and readiness turns false until an append succeeds again.
+///
+/// Without a log every state is published as soon as it is applied.
+///
+/// @unchecked Sendable: the core calls it as a middleware on its executor, which is this loop's
+/// thread; everything else happens there too.
+final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Sendable {
+    struct Options {
+        /// A snapshot is written after this many events since the last one, or this many journal bytes.
+        var snapshotEvents = 100_000
+        var snapshotBytes = 64 << 20
+    }
+
+    private struct Entry {
+        let version: UInt64
+        let state: StateType
+        /// Nil when the event would not encode: its batch fails rather than leave a gap in the log.
+        let record: LogRecord?
+    }
+
+    let log: (any EventLog)?
+    private unowned let core: Core<StateType>
+    private let loop: EventLoop
+    private let logger: Logger
+    private let options: Options
+
+    /// The newest state the log holds: what clients may see.
+    private(set) var published: (version: UInt64, state: StateType)
+    private var observers: [(StateType, UInt64) -> Void] = []
+    private var pending: [Entry] = []
+    private var appending = false
+    private var waiters: Deque<(version: UInt64, resume: (Problem?) -> Void)> = []
+    /// The last append's failure, while no later append has succeeded.
+    private(set) var failure: EventLogError?
+    private var eventsSinceSnapshot = 0
+    private var bytesSinceSnapshot = 0
+    private var snapshotting = false
+    private var endOfIteration: PrepareWatcher?
+
+    init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, loop: EventLoop, options: Options, logger: Logger) {
+        self.core = core
+        self.log = log
+        self.loop = loop
+        self.options = options
+        self.logger = logger
+        published = (version, state)
+        if log != nil {
+            endOfIteration = PrepareWatcher(loop: loop) { [unowned self] in flush() }
+            core.add(interceptor: JournalableEventInterceptor<StateType>())
+        }
+    }
+
+    /// Calls `observer` with the published state now and with every state published after it.
+    func addObserver(_ observer: @escaping (StateType, UInt64) -> Void) {
+        observers.append(observer)
+        observer(published.state, published.version)
+    }
+
+    /// Runs `resume` once `version` is published: with nil, or with the 503 problem if the log
+    /// failed first (the event was then undone).
+    func whenPublished(_ version: UInt64, _ resume: @escaping (Problem?) -> Void) {
+        if version <= published.version { return resume(nil) }
+        waiters.append((version, resume))
+    }
+
+    var isHealthy: Bool { failure == nil }
+
+    // MARK: Middleware
+
+    func process(event: Event, state: StateType) {}
+
+    func process(event: Event, state: StateType, version: UInt64) {
+        guard log != nil else { return publish(state, version) }
+        let record: LogRecord?
+        do {
+            record = LogRecord(version: version, payload: try StateType.eventRegistry.encode(event).jsonBytes)
+        } catch {
+            logger.error("an applied event cannot be journaled", metadata: ["version": "\(version)", "error": "\(error)"])
+            record = nil
+        }
+        pending.append(Entry(version: version, state: state, record: record))
+    }
+
+    // MARK: Group commit
+
+    /// Appends what the core applied since the last append, unless an append is still running.
+    private func flush() {
+        guard let log, !appending, !pending.isEmpty else { return }
+        let batch = pending
+        pending.removeAll(keepingCapacity: true)
+        guard batch.allSatisfy({ $0.record != nil }) else {
+            return fail(EventLogError(.other, "an event could not be encoded for the journal"))
+        }
+        appending = true
+        let records = batch.map { $0.record! }
+        log.append(records) { [self] result in
+            appending = false
+            switch result {
+            case .success:
+                commit(batch, bytes: records.reduce(0) { $0 + $1.payload.count })
+            case .failure(let error):
+                fail(error)
+            }
+        }
+    }
+
+    private func commit(_ batch: [Entry], bytes: Int) {
+        if let failure {
+            logger.notice("the journal accepts events again", metadata: ["after": "\(failure)"])
+            self.failure = nil
+        }
+        for entry in batch { publish(entry.state, entry.version) }
+        eventsSinceSnapshot += batch.count
+        bytesSinceSnapshot += bytes
+        if eventsSinceSnapshot >= options.snapshotEvents || bytesSinceSnapshot >= options.snapshotBytes {
+            saveSnapshot()
+        }
+    }
+
+    private func publish(_ state: StateType, _ version: UInt64) {
+        published = (version, state)
+        for observer in observers { observer(state, version) }
+        while let first = waiters.first, first.version <= version {
+            waiters.removeFirst().resume(nil)
+        }
+    }
+
+    /// The log refused a batch: undo everything applied since the last published state and answer
+    /// everyone waiting with a 503.
+    private func fail(_ error: EventLogError) {
+        logger.error("the journal refused events; they are undone and not acknowledged", metadata: [
+            "error": "\(error)", "published": "\(published.version)",
+        ])
+        failure = error
+        pending.removeAll()
+        core.restore(state: published.state, version: published.version)
+        let problem = Problem.journalUnavailable(error)
+        while let waiter = waiters.popFirst() { waiter.resume(problem) }
+    }
+
+    // MARK: Snapshots
+
+    /// Writes the published state as a snapshot, from an immutable copy, off the loop thread.
+    func saveSnapshot(completion: ((EventLogError?) -> Void)? = nil) {
+        guard let log, !snapshotting else { completion?(nil); return }
+        snapshotting = true
+        let (version, state) = published
+        eventsSinceSnapshot = 0
+        bytesSinceSnapshot = 0
+        log.saveSnapshot(at: version, encode: { try state.jsonValue().jsonBytes }) { [self] result in
+            snapshotting = false
+            switch result {
+            case .success:
+                logger.info("snapshot written", metadata: ["version": "\(version)"])
+                completion?(nil)
+            case .failure(let error):
+                logger.error("cannot write a snapshot", metadata: ["version": "\(version)", "error": "\(error)"])
+                completion?(error)
+            }
+        }
+    }
+}
+
+/// Refuses, before it is applied, an event the journal could not write down (a Swift event type
+/// with no encoder in the registry): applied, it would leave a hole in the log.
+struct JournalableEventInterceptor<StateType: HostedState>: Interceptor {
+    func intercept(event: Event, state: StateType) throws {
+        guard StateType.eventRegistry.canEncode(event) else {
+            throw EventRejection("\(EventEncodingError(typeName: "\(type(of: event))"))")
+        }
+    }
+}

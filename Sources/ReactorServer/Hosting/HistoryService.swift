@@ -1,0 +1,130 @@
+import Logging
+import Reactor
+
+/// The past of a hosted state, read back from its event log:
+///
+/// - `GET /history?since=N&limit=M`: the events applied after version N, as JSON lines.
+/// - `GET /state?version=N` (through `StateService`): the state as it was at version N, rebuilt from
+///   the newest snapshot at or before N and the journal after it, away from the loop thread.
+final class HistoryService<StateType: HostedState> {
+    static var defaultLimit: Int { 100 }
+    static var maxLimit: Int { 10_000 }
+    static var ndjson: HTTPContentType { HTTPContentType("application/x-ndjson") }
+
+    private let pipeline: CommitPipeline<StateType>
+    private let loop: EventLoop
+    private let logger: Logger
+
+    init(pipeline: CommitPipeline<StateType>, loop: EventLoop, logger: Logger) {
+        self.pipeline = pipeline
+        self.loop = loop
+        self.logger = logger
+    }
+
+    func register(in router: inout Router) {
+        router.add(.get, "/history", scope: .read) { [unowned self] request, _, respond in
+            history(request, respond: respond)
+        }
+    }
+
+    // MARK: GET /history
+
+    private func history(_ request: HTTPRequest, respond: @escaping (HTTPResponse) -> Void) {
+        guard let log = pipeline.log else { return respond(Problem.historyNotKept().response) }
+        let since: UInt64
+        let limit: Int
+        switch (Self.integer(request, "since", default: 0, in: 0...UInt64(Int64.max)),
+                Self.integer(request, "limit", default: UInt64(Self.defaultLimit), in: 1...UInt64(Self.maxLimit))) {
+        case (.success(let a), .success(let b)): (since, limit) = (a, Int(b))
+        case (.failure(let problem), _), (_, .failure(let problem)): return respond(problem.response)
+        }
+        let published = pipeline.published.version
+        log.read(after: since, limit: limit) { result in
+            switch result {
+            case .success(let records):
+                var body: [UInt8] = []
+                body.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + 32 })
+                for record in records where record.version <= published {
+                    body.append(contentsOf: #"{"version":"#.utf8)
+                    body.appendDecimal(record.version)
+                    body.append(contentsOf: #","event":"#.utf8)
+                    body.append(contentsOf: record.payload)
+                    body.append(contentsOf: "}\n".utf8)
+                }
+                respond(HTTPResponse(status: .ok, contentType: Self.ndjson, headers: [
+                    ("Reactor-Oldest-Version", "\(log.oldestVersion)"), ("Reactor-Version", "\(published)"),
+                ], body: body))
+            case .failure(let error) where error.kind == .gone:
+                respond(Problem.historyGone("the events after version \(since) are no longer kept: \(error.message)", oldest: log.oldestVersion).response)
+            case .failure(let error):
+                respond(Problem.internalError("the journal cannot be read: \(error.message)").response)
+            }
+        }
+    }
+
+    // MARK: GET /state?version=N
+
+    /// Answers with the selected value of the state at `version` (an earlier one than published).
+    func state(at version: UInt64, pointer: JSONPointer?, respond: @escaping (HTTPResponse) -> Void) {
+        let published = pipeline.published.version
+        guard version <= published else {
+            return respond(Problem.versionNotFound(version, current: published).response)
+        }
+        guard let log = pipeline.log else { return respond(Problem.historyNotKept().response) }
+        let gone = { (detail: String) in
+            respond(Problem.historyGone("the state at version \(version) can no longer be rebuilt: \(detail)", oldest: log.oldestVersion).response)
+        }
+        guard version >= log.oldestVersion else {
+            return gone("the oldest kept is version \(log.oldestVersion)")
+        }
+        log.loadSnapshot(atOrBefore: version) { [loop] result in
+            guard case .success(let loaded) = result, let snapshot = loaded else {
+                if case .failure(let error) = result { return respond(Problem.internalError("the snapshot cannot be read: \(error.message)").response) }
+                return gone("no snapshot at or before it is kept")
+            }
+            let count = Int(version - snapshot.version)
+            log.read(after: snapshot.version, limit: max(count, 1)) { result in
+                let records: [LogRecord]
+                switch result {
+                case .success(let read) where count == 0 || read.last?.version == version: records = count == 0 ? [] : read
+                case .success: return gone("the journal after the snapshot is incomplete")
+                case .failure(let error) where error.kind == .gone: return gone(error.message)
+                case .failure(let error): return respond(Problem.internalError("the journal cannot be read: \(error.message)").response)
+                }
+                loop.runInThreadPool({ () -> Result<[UInt8], EventLogError> in
+                    Result { () throws(EventLogError) in
+                        var state = try StateType(snapshot: snapshot)
+                        for record in records { try state.replay(record) }
+                        let json: JSON
+                        do { json = try state.jsonValue() } catch {
+                            throw EventLogError(.other, "the state does not encode: \(error)")
+                        }
+                        guard let pointer, !pointer.isRoot else { return json.jsonBytes }
+                        guard let value = json[pointer] else { throw EventLogError(.gone, pointer.string) }
+                        return value.jsonBytes
+                    }
+                }) { result in
+                    switch result {
+                    case .success(let body):
+                        var response = HTTPResponse.json(body)
+                        response.addHeader("ETag", "\"\(version)\"")
+                        respond(response)
+                    case .failure(let error) where error.kind == .gone:
+                        respond(Problem.pathNotFound(error.message).response)
+                    case .failure(let error):
+                        respond(Problem.internalError("the state at version \(version) cannot be rebuilt: \(error.message)").response)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A non-negative integer query parameter within `range`.
+    static func integer(_ request: HTTPRequest, _ name: String, default fallback: UInt64, in range: ClosedRange<UInt64>) -> Result<UInt64, Problem> {
+        guard let text = request.queryValue(name) else { return .success(fallback) }
+        guard let value = UInt64(text), range.contains(value) else {
+            return .failure(.invalidParameter(name, "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound), not \"\(text)\""))
+        }
+        return .success(value)
+    }
+}

@@ -1,0 +1,117 @@
+import ArgumentParser
+import Foundation
+import ReactorServer
+
+/// `reactord check`: verifies a data directory without starting the server.
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verifies a data directory (checksums, contiguous versions) without changing it.",
+        discussion: "Exits 0 when the directory is sound (a torn final record, which start-up cuts off, is reported), 1 when it is damaged."
+    )
+
+    @Option(help: "The data directory.")
+    var dataDir: String
+
+    func run() throws {
+        let report: JournalRecovery.Report
+        do {
+            report = try Storage.check(DataDirectory(path: dataDir), as: JSONDocument.self)
+        } catch {
+            FileHandle.standardError.write(Data("reactord check: \(dataDir) is damaged: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        for warning in report.warnings {
+            print("warning: \(warning) (a torn final record; reactord cuts it off at start-up)")
+        }
+        print("ok: snapshot at version \(report.snapshotVersion), \(report.records) events after it in \(report.segments.count) segment(s), last version \(report.lastVersion)")
+    }
+}
+
+/// `reactord compact`: a snapshot of the newest state, and the journal it makes redundant removed.
+struct Compact: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Writes a snapshot of the newest state and removes the journal before it. Not while reactord runs on the directory.")
+
+    @Option(help: "The data directory.")
+    var dataDir: String
+
+    func run() throws {
+        do {
+            let version = try Storage.compact(DataDirectory(path: dataDir), as: JSONDocument.self)
+            print("compacted: snapshot at version \(version)")
+        } catch {
+            throw ValidationError("cannot compact \(dataDir): \(error)")
+        }
+    }
+}
+
+/// `reactord export`: the directory as JSON lines.
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Writes a data directory as JSON lines: its snapshot, then every event after it.",
+        discussion: "The first line is {\"version\":S,\"state\":...}; each further line {\"version\":N,\"event\":...}."
+    )
+
+    @Option(help: "The data directory.")
+    var dataDir: String
+
+    @Option(name: .shortAndLong, help: "Write to this file instead of standard output.")
+    var output: String?
+
+    func run() throws {
+        let handle: FileHandle
+        if let output {
+            guard FileManager.default.createFile(atPath: output, contents: nil), let file = FileHandle(forWritingAtPath: output) else {
+                throw ValidationError("cannot create \(output)")
+            }
+            handle = file
+        } else {
+            handle = .standardOutput
+        }
+        var buffer: [UInt8] = []
+        do {
+            let report = try Storage.export(DataDirectory(path: dataDir)) { line in
+                buffer.append(contentsOf: line)
+                if buffer.count >= 1 << 16 {
+                    handle.write(Data(buffer))
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            handle.write(Data(buffer))
+            if output != nil {
+                try handle.synchronize()
+                FileHandle.standardError.write(Data("exported versions \(report.snapshotVersion) to \(report.lastVersion)\n".utf8))
+            }
+        } catch let error as EventLogError {
+            throw ValidationError("cannot export \(dataDir): \(error)")
+        }
+    }
+}
+
+/// `reactord import`: an export into an empty data directory.
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Fills an empty data directory from an export, with the same state and versions.")
+
+    @Option(help: "The data directory (empty or not yet there).")
+    var dataDir: String
+
+    @Argument(help: "The export (JSON lines); - reads standard input.")
+    var file: String
+
+    func run() throws {
+        let data: Data?
+        if file == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            data = FileManager.default.contents(atPath: file)
+        }
+        guard let data else { throw ValidationError("cannot read \(file)") }
+        let bytes = [UInt8](data)
+        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { Array($0) }
+        do {
+            let version = try Storage.importLines(lines, into: DataDirectory(path: dataDir), as: JSONDocument.self)
+            print("imported: last version \(version)")
+        } catch {
+            throw ValidationError("cannot import \(file): \(error)")
+        }
+    }
+}
