@@ -12,7 +12,7 @@ KNOWN_TYPES = ["append", "increment", "merge", "patch", "remove", "set"]
 
 
 def test_unknown_path_is_not_found(server):
-    for method, target in (("GET", "/nope"), ("POST", "/event"), ("GET", "/state/a"), ("GET", "/")):
+    for method, target in (("GET", "/nope"), ("POST", "/event"), ("GET", "/state/a"), ("GET", "/assets/nope.js")):
         problem = assert_problem(request(server, method, target), 404, "not-found")
         assert target.split("?")[0] in problem["detail"]
 

@@ -55,9 +55,14 @@ public struct DataDirectory: Sendable {
         FileManager.default.fileExists(atPath: journalPath) || FileManager.default.fileExists(atPath: snapshotsPath)
     }
 
-    /// Creates the directory and its subdirectories as needed.
+    /// Creates the directory (and its parents) and its subdirectories as needed.
     func create() throws(EventLogError) {
-        for directory in [path, journalPath, snapshotsPath] {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw EventLogError(.io(code: EIO), "cannot create the directory \(path): \(error.localizedDescription)")
+        }
+        for directory in [journalPath, snapshotsPath] {
             if mkdir(directory, 0o755) != 0 && errno != EEXIST {
                 throw Self.error("cannot create the directory", directory)
             }

@@ -105,12 +105,12 @@ public final class FileEventLog: EventLog {
 
     public func read(after version: UInt64, limit: Int, completion: @escaping (Result<[LogRecord], EventLogError>) -> Void) {
         guard version < lastVersion, limit > 0 else { return completion(.success([])) }
+        guard version >= oldestReadableVersion else {
+            return completion(.failure(EventLogError(.gone, "the journal starts after version \(oldestReadableVersion); earlier events are no longer kept")))
+        }
         if let first = recent.first, first.version <= version + 1 {
             let start = Int(version + 1 - first.version)
             return completion(.success(Array(recent[start..<min(recent.count, start + limit)])))
-        }
-        guard version >= oldestReadableVersion else {
-            return completion(.failure(EventLogError(.gone, "the journal starts after version \(oldestReadableVersion); earlier events are no longer kept")))
         }
         // The segments that may hold versions after `version`, up to the last durable one.
         let start = segments.lastIndex { $0 <= version + 1 } ?? 0

@@ -12,8 +12,9 @@ final class JournalWriter: @unchecked Sendable {
     private var segmentFile = ""
     /// The segment's size up to its last durable record: where a failed append is cut back to.
     private var size = 0
-    /// Set when the journal could not be put back as it was: nothing more may be written to it.
-    private(set) var broken: EventLogError?
+    /// Set when a failed append's bytes could not be removed: the next append removes them first,
+    /// and writes nothing until that works.
+    private var needsCutBack = false
 
     /// Continues the segment recovery verified, or starts one at `nextVersion` if there is none.
     init(directory: DataDirectory, segmentLimit: Int, lastSegment: (firstVersion: UInt64, size: Int)?, nextVersion: UInt64) throws(EventLogError) {
@@ -35,9 +36,9 @@ final class JournalWriter: @unchecked Sendable {
 
     /// Appends `records` and syncs them as `policy` says; returns the first version of each segment
     /// it started. On failure the segment is cut back to what it held before, so a retry appends
-    /// to a clean end; if even that fails, the writer is broken for good.
+    /// to a clean end.
     func append(_ records: [LogRecord], policy: FsyncPolicy) -> Result<[UInt64], EventLogError> {
-        if let broken { return .failure(broken) }
+        if needsCutBack, let error = cutBack() { return .failure(error) }
         guard let first = records.first else { return .success([]) }
         var started: [UInt64] = []
         let batchBytes = records.reduce(0) { $0 + JournalFormat.encodedSize($1) }
@@ -63,19 +64,23 @@ final class JournalWriter: @unchecked Sendable {
             size += batchBytes
             return .success(started)
         } catch {
-            cutBack()
+            _ = cutBack()
             return .failure(error)
         }
     }
 
     /// Removes a failed append's bytes. After a failed fsync the kernel may have dropped pages it
-    /// could not write, so the file is cut back and synced again before anything else is trusted.
-    private func cutBack() {
+    /// could not write, so the file is cut back to its last synced size and synced again before
+    /// anything more is written. Returns why that failed, if it did.
+    private func cutBack() -> EventLogError? {
         do {
             try directory.truncate(fd, to: size, file: segmentFile)
             try directory.sync(fd, file: segmentFile)
+            needsCutBack = false
+            return nil
         } catch {
-            broken = EventLogError(.unavailable, "the journal could not be restored after a failed write (\(error)); restart reactord once the disk is fixed")
+            needsCutBack = true
+            return EventLogError(error.kind, "the journal cannot be put back after a failed write: \(error.message)")
         }
     }
 

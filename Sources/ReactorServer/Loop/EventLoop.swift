@@ -27,6 +27,9 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         // libuv leaves SIGPIPE to the application, and one client closing at the wrong moment would
         // otherwise take the server down.
         signal(SIGPIPE, SIG_IGN)
+        // Likewise a journal write past the file-size limit (RLIMIT_FSIZE) must fail with EFBIG,
+        // which the journal reports as a disk error, rather than end the process.
+        signal(SIGXFSZ, SIG_IGN)
         owner = pthread_self()
         loop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)

@@ -1,0 +1,195 @@
+import Dispatch
+import Foundation
+import Logging
+import Reactor
+@testable import ReactorServer
+import XCTest
+
+/// The journal under a core on a real libuv loop, with disk errors injected: an event is answered
+/// only once journaled, an event the journal refuses is undone and answered 503, observers never see
+/// an undone state, and a reopened directory holds exactly what was acknowledged.
+final class CommitPipelineTests: XCTestCase {
+    private var root: String!
+    private var loop: EventLoop!
+    /// The errno the next journal writes (or fsyncs) fail with; nil lets them through.
+    private let writeFault = Locked<Int32?>(nil)
+    private let syncFault = Locked<Int32?>(nil)
+
+    override func setUpWithError() throws {
+        root = NSTemporaryDirectory() + "reactor-pipeline-\(UUID().uuidString)"
+        loop = try EventLoop.startThread()
+    }
+
+    override func tearDownWithError() throws {
+        loop.stop()
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// Everything a test touches on the loop thread.
+    final class Harness: @unchecked Sendable {  // @unchecked: used on the loop thread only (see onLoop)
+        let core: Core<JSONDocument>
+        let pipeline: CommitPipeline<JSONDocument>
+        let log: FileEventLog
+        var observed: [(version: UInt64, n: JSON?)] = []
+
+        init(core: Core<JSONDocument>, pipeline: CommitPipeline<JSONDocument>, log: FileEventLog) {
+            self.core = core
+            self.pipeline = pipeline
+            self.log = log
+        }
+    }
+
+    private func onLoop<T: Sendable>(_ body: @escaping @Sendable (@escaping @Sendable (T) -> Void) -> Void) -> T {
+        let result = Locked<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        loop.enqueue {
+            body { value in
+                result.withLock { $0 = value }
+                done.signal()
+            }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "the loop answered in time")
+        return result.withLock { $0! }
+    }
+
+    private func open(fsync: FsyncPolicy = .batch, segmentBytes: Int = 1 << 20, snapshotEvents: Int = 100_000) throws -> Harness {
+        let directory = DataDirectory(path: root) { [writeFault, syncFault] operation, _ in
+            switch operation {
+            case .write: writeFault.withLock { $0 }
+            case .fsync: syncFault.withLock { $0 }
+            default: nil
+            }
+        }
+        let loop = loop!
+        let opened: Result<Harness, EventLogError> = onLoop { finish in
+            finish(Result { () throws(EventLogError) in
+                var logger = Logger(label: "test")
+                logger.logLevel = .critical
+                let (log, state, version) = try Storage.open(directory, initialState: JSONDocument(), loop: loop,
+                                                             options: .init(fsync: fsync, segmentBytes: segmentBytes), logger: logger)
+                let core = Core(state: state, version: version, executor: loop)
+                let pipeline = CommitPipeline(core: core, state: state, version: version, log: log, loop: loop,
+                                              options: .init(snapshotEvents: snapshotEvents), logger: logger)
+                core.add(middleware: pipeline)
+                let harness = Harness(core: core, pipeline: pipeline, log: log)
+                pipeline.addObserver { state, version in harness.observed.append((version, state.root["n"])) }
+                return harness
+            })
+        }
+        return try opened.get()
+    }
+
+    private func close(_ harness: Harness) {
+        let _: Bool = onLoop { finish in harness.log.close { finish(true) } }
+    }
+
+    enum Answer: Equatable, Sendable {
+        case version(UInt64)
+        case status(Int)
+    }
+
+    private static let increment = DocumentEvent.increment(path: try! JSONPointer("/n"), by: .integer(1))
+
+    /// Fires `count` increments in one loop iteration; each answer is the version or the problem's status.
+    private func fire(_ harness: Harness, count: Int = 1) -> [Answer] {
+        onLoop { finish in
+            let answers = Locked<[Int: Answer]>([:])
+            for index in 0..<count {
+                harness.core.fire(event: Self.increment, origin: nil) { result in
+                    guard case .success(let version) = result else { return XCTFail("the increment applies") }
+                    harness.pipeline.whenPublished(version) { problem in
+                        let all = answers.withLock { answers -> [Int: Answer] in
+                            answers[index] = problem.map { .status($0.status.code) } ?? .version(version)
+                            return answers
+                        }
+                        if all.count == count { finish((0..<count).map { all[$0]! }) }
+                    }
+                }
+            }
+        }
+    }
+
+    private func published(_ harness: Harness) -> (version: UInt64, core: UInt64, n: JSON?, healthy: Bool) {
+        onLoop { finish in
+            let (version, state) = harness.pipeline.published
+            finish((version, harness.core.version, state.root["n"], harness.pipeline.isHealthy))
+        }
+    }
+
+    func testAnswersWaitForTheJournalAndFailuresAreUndone() throws {
+        let harness = try open()
+        XCTAssertEqual(fire(harness, count: 3), [.version(1), .version(2), .version(3)])
+
+        writeFault.withLock { $0 = ENOSPC }
+        XCTAssertEqual(fire(harness), [.status(503)])
+        var now = published(harness)
+        XCTAssertEqual(now.version, 3)
+        XCTAssertEqual(now.core, 3, "the core is back at the last journaled version")
+        XCTAssertEqual(now.n, 3)
+        XCTAssertFalse(now.healthy)
+        XCTAssertEqual(fire(harness, count: 5), Array(repeating: .status(503), count: 5), "a whole group fails together")
+
+        writeFault.withLock { $0 = nil }
+        XCTAssertEqual(fire(harness), [.version(4)], "the version of an undone event is given again")
+        XCTAssertTrue(published(harness).healthy)
+
+        syncFault.withLock { $0 = EIO }
+        XCTAssertEqual(fire(harness, count: 2), [.status(503), .status(503)])
+        syncFault.withLock { $0 = nil }
+        XCTAssertEqual(fire(harness, count: 2), [.version(5), .version(6)])
+        now = published(harness)
+        XCTAssertEqual(now.n, 6)
+
+        let observed: [UInt64] = onLoop { finish in finish(harness.observed.map(\.version)) }
+        XCTAssertEqual(observed, Array(0...6), "observers saw every journaled state once and nothing undone")
+        let values: [JSON?] = onLoop { finish in finish(harness.observed.map(\.n)) }
+        XCTAssertEqual(values, [nil] + (1...6).map { JSON.integer($0) })
+
+        close(harness)
+        let reopened = try open()
+        now = published(reopened)
+        XCTAssertEqual(now.version, 6)
+        XCTAssertEqual(now.n, 6)
+        close(reopened)
+    }
+
+    func testEveryFsyncPolicyKeepsWhatItAcknowledged() throws {
+        for policy in FsyncPolicy.allCases {
+            try? FileManager.default.removeItem(atPath: root)
+            let harness = try open(fsync: policy)
+            XCTAssertEqual(fire(harness, count: 4), (1...4).map { .version($0) }, "\(policy)")
+            close(harness)
+            let reopened = try open(fsync: policy)
+            XCTAssertEqual(published(reopened).version, 4, "\(policy)")
+            close(reopened)
+        }
+    }
+
+    func testSnapshotsTrimTheJournalAndHistoryReadsWhatIsKept() throws {
+        let harness = try open(segmentBytes: 4096, snapshotEvents: 40)
+        for _ in 0..<10 { _ = fire(harness, count: 10) }
+        XCTAssertEqual(published(harness).version, 100)
+        // Snapshots are written off the loop: wait until the log has taken the newest in.
+        let directory = DataDirectory(path: root)
+        let deadline = Date().addingTimeInterval(5)
+        while (onLoop { finish in finish(harness.log.oldestVersion) } as UInt64) < 80 && Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(try directory.snapshotVersions().count, 1, "older snapshots are removed")
+        let snapshot = try XCTUnwrap(directory.snapshotVersions().last)
+        XCTAssertGreaterThanOrEqual(snapshot, 80)
+        let segments = try directory.segmentVersions()
+        XCTAssertGreaterThan(segments.count, 0)
+        XCTAssertLessThanOrEqual(try XCTUnwrap(segments.first), snapshot + 1, "the segments after the snapshot are kept")
+        XCTAssertGreaterThan(try XCTUnwrap(segments.first), 1, "the segments before it are gone")
+
+        let recent: Result<[LogRecord], EventLogError> = onLoop { finish in harness.log.read(after: 95, limit: 10) { finish($0) } }
+        XCTAssertEqual(try recent.get().map(\.version), [96, 97, 98, 99, 100])
+        let old: Result<[LogRecord], EventLogError> = onLoop { finish in harness.log.read(after: 0, limit: 10) { finish($0) } }
+        guard case .failure(let error) = old else { return XCTFail("the first events are no longer kept") }
+        XCTAssertEqual(error.kind, .gone)
+        close(harness)
+
+        let reopened = try open(segmentBytes: 4096, snapshotEvents: 40)
+        XCTAssertEqual(published(reopened).n, 100)
+        close(reopened)
+    }
+}

@@ -1,0 +1,118 @@
+@testable import ReactorServer
+import XCTest
+
+/// The record format and its scanner, without files: checksums, round trips, and how every way a
+/// file can end (cleanly, torn by a crash, damaged) is told apart.
+final class JournalFormatTests: XCTestCase {
+    func testCRC32CMatchesTheStandardCheckValues() {
+        XCTAssertEqual(CRC32C.checksum(Array("123456789".utf8)), 0xE306_9283)
+        XCTAssertEqual(CRC32C.checksum([UInt8]()), 0)
+        XCTAssertEqual(CRC32C.checksum([UInt8](repeating: 0, count: 32)), 0x8A91_36AA)  // RFC 3720 B.4
+        XCTAssertEqual(CRC32C.checksum([UInt8](repeating: 0xFF, count: 32)), 0x62A8_AB43)
+        XCTAssertEqual(CRC32C.checksum(Array(0..<32)), 0x46DD_794E)
+    }
+
+    func testCRC32CContinuesAcrossSplitsOfEveryLength() {
+        var random = SeededRandom(seed: 7)
+        let bytes = (0..<301).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let whole = CRC32C.checksum(bytes)
+        for split in 0...bytes.count {
+            let first = CRC32C.checksum(bytes[..<split])
+            XCTAssertEqual(CRC32C.checksum(bytes[split...], continuing: first), whole, "split at \(split)")
+        }
+    }
+
+    func testRecordsRoundTripThroughTheScanner() {
+        let records = (1...20).map { LogRecord(version: UInt64($0), payload: Array(#"{"type":"increment","path":"/n","by":\#($0)}"#.utf8)) }
+        var bytes = JournalFormat.header(.segment, version: 1)
+        for record in records { JournalFormat.append(record, to: &bytes) }
+        var scanner = JournalScanner(bytes: bytes)
+        var read: [LogRecord] = []
+        var offsets: [Int] = []
+        while case .record(let record, let offset) = scanner.next() {
+            read.append(record)
+            offsets.append(offset)
+        }
+        XCTAssertEqual(read, records)
+        XCTAssertEqual(offsets.first, JournalFormat.headerSize)
+        XCTAssertEqual(scanner.next(), .end)
+        XCTAssertEqual(bytes.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .segment) }, .success(1))
+    }
+
+    func testEveryCutThroughTheLastRecordIsTornAtItsStart() {
+        var bytes = JournalFormat.header(.segment, version: 5)
+        JournalFormat.append(LogRecord(version: 5, payload: Array("{\"a\":1}".utf8)), to: &bytes)
+        let lastStart = bytes.count
+        JournalFormat.append(LogRecord(version: 6, payload: Array("{\"b\":22}".utf8)), to: &bytes)
+        for cut in (lastStart + 1)..<bytes.count {
+            var scanner = JournalScanner(bytes: Array(bytes[..<cut]))
+            guard case .record = scanner.next() else { return XCTFail("the first record is whole at cut \(cut)") }
+            guard case .torn(let offset, _) = scanner.next() else { return XCTFail("cut \(cut) is not torn") }
+            XCTAssertEqual(offset, lastStart)
+        }
+    }
+
+    func testADamagedRecordIsTornAtTheEndAndDamagedInTheMiddle() {
+        var bytes = JournalFormat.header(.segment, version: 1)
+        let offsets = (1...3).map { version -> Int in
+            let offset = bytes.count
+            JournalFormat.append(LogRecord(version: UInt64(version), payload: Array("{\"v\":\(version)}".utf8)), to: &bytes)
+            return offset
+        }
+        var middle = bytes
+        middle[offsets[1] + JournalFormat.recordHeaderSize + 2] ^= 0x01
+        var scanner = JournalScanner(bytes: middle)
+        _ = scanner.next()
+        guard case .damaged(let offset, let reason) = scanner.next() else { return XCTFail("a flipped bit with records after it is damage") }
+        XCTAssertEqual(offset, offsets[1])
+        XCTAssertTrue(reason.contains("checksum"), reason)
+
+        var last = bytes
+        last[bytes.count - 1] ^= 0x80
+        scanner = JournalScanner(bytes: last)
+        _ = scanner.next(); _ = scanner.next()
+        guard case .torn(let tornAt, _) = scanner.next() else { return XCTFail("a bad final record is torn") }
+        XCTAssertEqual(tornAt, offsets[2])
+    }
+
+    func testZerosAfterTheLastRecordAreATornTail() {
+        var bytes = JournalFormat.header(.segment, version: 1)
+        JournalFormat.append(LogRecord(version: 1, payload: [0x7B, 0x7D]), to: &bytes)
+        let end = bytes.count
+        bytes += [UInt8](repeating: 0, count: 4096)
+        var scanner = JournalScanner(bytes: bytes)
+        _ = scanner.next()
+        guard case .torn(let offset, _) = scanner.next() else { return XCTFail("zeros are torn") }
+        XCTAssertEqual(offset, end)
+    }
+
+    func testHeadersOfTheWrongKindOrFormatAreRefused() {
+        let segment = JournalFormat.header(.segment, version: 9)
+        XCTAssertEqual(segment.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .snapshot) }, .failure(.badMagic))
+        var future = segment
+        future[4] = 2
+        XCTAssertEqual(future.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .segment) }, .failure(.unknownFormat(2)))
+        XCTAssertEqual(Array(segment[..<10]).withUnsafeBytes { JournalFormat.parseHeader($0, kind: .segment) }, .failure(.short(10)))
+    }
+
+    /// Whatever is done to the bytes, the scanner ends (end, torn or damaged) without trapping, and
+    /// every record it returns is one that was written: damage is never read as an event.
+    func testDamagedBytesNeverTrapAndNeverReadAsRecords() {
+        var random = SeededRandom(seed: 42)
+        var valid = JournalFormat.header(.segment, version: 1)
+        let written = (1...8).map { LogRecord(version: UInt64($0), payload: Array("[\($0)]".utf8)) }
+        for record in written { JournalFormat.append(record, to: &valid) }
+        for round in 0..<2000 {
+            var bytes = valid
+            for _ in 0..<Int.random(in: 1...6, using: &random) {
+                let index = Int.random(in: JournalFormat.headerSize..<bytes.count, using: &random)
+                bytes[index] = UInt8.random(in: 0...255, using: &random)
+            }
+            if round % 3 == 0 { bytes = Array(bytes[..<Int.random(in: JournalFormat.headerSize...bytes.count, using: &random)]) }
+            var scanner = JournalScanner(bytes: bytes)
+            var read: [LogRecord] = []
+            while case .record(let record, _) = scanner.next() { read.append(record) }
+            XCTAssertEqual(read, Array(written.prefix(read.count)), "round \(round)")
+        }
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+@testable import ReactorServer
+import XCTest
+
+/// Data directories on disk, offline: import, recovery (torn tails cut off, damage refused with
+/// its file and offset), check, compact and export.
+final class StorageTests: XCTestCase {
+    private var root: String!
+
+    override func setUpWithError() throws {
+        root = NSTemporaryDirectory() + "reactor-storage-\(UUID().uuidString)"
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    private func export(_ count: Int, from start: UInt64 = 0, state: String = "{}") -> [[UInt8]] {
+        var lines = [Array(#"{"version":\#(start),"state":\#(state)}"#.utf8)]
+        for version in (start + 1)...(start + UInt64(count)) {
+            lines.append(Array(#"{"version":\#(version),"event":{"type":"increment","path":"/n","by":1}}"#.utf8))
+        }
+        return lines
+    }
+
+    private func directory(_ name: String = "data") -> DataDirectory {
+        DataDirectory(path: root + "/" + name)
+    }
+
+    private func recover(_ directory: DataDirectory, repair: Bool = true) throws -> (JSONDocument, JournalRecovery.Report) {
+        var state = JSONDocument()
+        let report = try JournalRecovery(directory: directory).read(repair: repair, restore: { state = try JSONDocument(snapshot: $0) }, replay: { try state.replay($0) })
+        return (state, report)
+    }
+
+    private func segmentFile(_ directory: DataDirectory) throws -> String {
+        directory.segmentPath(firstVersion: try XCTUnwrap(directory.segmentVersions().last))
+    }
+
+    func testAnImportRecoversToTheSameStateAndVersion() throws {
+        let data = directory()
+        XCTAssertEqual(try Storage.importLines(export(50), into: data, as: JSONDocument.self), 50)
+        let (state, report) = try recover(data)
+        XCTAssertEqual(state.root, ["n": 50])
+        XCTAssertEqual(report.lastVersion, 50)
+        XCTAssertEqual(report.records, 50)
+        XCTAssertTrue(report.warnings.isEmpty)
+    }
+
+    func testATornTailIsCutOffWithAWarningNamingFileAndOffset() throws {
+        let data = directory()
+        _ = try Storage.importLines(export(10), into: data, as: JSONDocument.self)
+        let file = try segmentFile(data)
+        let sound = try data.readFile(file).count
+        var torn = JournalFormat.header(.segment, version: 0)  // any bytes will do: half a record
+        torn.removeLast(4)
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: file))
+        handle.seekToEndOfFile()
+        handle.write(Data(torn))
+        handle.closeFile()
+
+        let (_, checked) = try recover(data, repair: false)
+        XCTAssertEqual(try data.readFile(file).count, sound + torn.count, "a check changes nothing")
+        XCTAssertEqual(checked.warnings.count, 1)
+
+        let (state, report) = try recover(data)
+        XCTAssertEqual(state.root, ["n": 10])
+        XCTAssertEqual(report.lastVersion, 10)
+        let warning = try XCTUnwrap(report.warnings.first)
+        XCTAssertTrue(warning.contains("journal/00000000000000000001.log at offset \(sound)"), warning)
+        XCTAssertEqual(try data.readFile(file).count, sound, "cut back to the last whole record")
+        XCTAssertTrue(try recover(data).1.warnings.isEmpty)
+    }
+
+    func testDamageBeforeTheLastRecordRefusesNamingFileAndOffset() throws {
+        let data = directory()
+        _ = try Storage.importLines(export(10), into: data, as: JSONDocument.self)
+        let file = try segmentFile(data)
+        var bytes = try data.readFile(file)
+        var scanner = JournalScanner(bytes: bytes)
+        _ = scanner.next()
+        let secondRecord = scanner.offset
+        bytes[secondRecord + JournalFormat.recordHeaderSize + 3] ^= 0x20
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        XCTAssertThrowsError(try recover(data)) { error in
+            XCTAssertTrue("\(error)".contains("journal/00000000000000000001.log at offset \(secondRecord)"), "\(error)")
+            XCTAssertTrue("\(error)".contains("checksum"), "\(error)")
+        }
+        XCTAssertEqual(try data.readFile(file), bytes, "nothing is changed")
+    }
+
+    func testADamagedSnapshotRefusesToLoad() throws {
+        let data = directory()
+        _ = try Storage.importLines(export(3, state: #"{"n":100}"#), into: data, as: JSONDocument.self)
+        let file = data.snapshotPath(version: 0)
+        var bytes = try data.readFile(file)
+        bytes[bytes.count - 2] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        XCTAssertThrowsError(try recover(data)) { error in
+            XCTAssertTrue("\(error)".contains("snapshots/00000000000000000000.snapshot at offset 16"), "\(error)")
+        }
+    }
+
+    func testAMissingRangeOfVersionsIsDamage() throws {
+        let data = directory()
+        _ = try Storage.importLines(export(5), into: data, as: JSONDocument.self)
+        // A second segment that starts past the end of the first.
+        var bytes = JournalFormat.header(.segment, version: 9)
+        JournalFormat.append(LogRecord(version: 9, payload: Array(#"{"type":"increment","path":"/n","by":1}"#.utf8)), to: &bytes)
+        try Data(bytes).write(to: URL(fileURLWithPath: data.segmentPath(firstVersion: 9)))
+        XCTAssertThrowsError(try recover(data)) { error in
+            XCTAssertTrue("\(error)".contains("versions 6 to 8 are missing"), "\(error)")
+        }
+    }
+
+    func testAnEventThatDoesNotReplayIsDamage() throws {
+        let data = directory()
+        XCTAssertThrowsError(try Storage.importLines([Array(#"{"version":0,"state":{"n":"text"}}"#.utf8),
+                                                      Array(#"{"version":1,"event":{"type":"increment","path":"/n","by":1}}"#.utf8)],
+                                                     into: data, as: JSONDocument.self)) { error in
+            XCTAssertTrue("\(error)".contains("line 2"), "\(error)")
+        }
+        XCTAssertTrue(try data.segmentVersions().isEmpty && data.snapshotVersions().isEmpty, "a bad import writes nothing")
+    }
+
+    func testImportRefusesGapsAndNonEmptyDirectories() throws {
+        let data = directory()
+        var lines = export(4)
+        lines.remove(at: 2)
+        XCTAssertThrowsError(try Storage.importLines(lines, into: data, as: JSONDocument.self)) { error in
+            XCTAssertTrue("\(error)".contains("line 3: version 3 where 2 was expected"), "\(error)")
+        }
+        _ = try Storage.importLines(export(2), into: data, as: JSONDocument.self)
+        XCTAssertThrowsError(try Storage.importLines(export(2), into: data, as: JSONDocument.self)) { error in
+            XCTAssertTrue("\(error)".contains("empty data directory"), "\(error)")
+        }
+    }
+
+    func testCompactSnapshotsTheNewestStateAndRemovesTheJournal() throws {
+        let data = directory()
+        _ = try Storage.importLines(export(30), into: data, as: JSONDocument.self)
+        XCTAssertEqual(try Storage.compact(data, as: JSONDocument.self), 30)
+        XCTAssertEqual(try data.snapshotVersions(), [30])
+        XCTAssertEqual(try data.segmentVersions(), [])
+        let (state, report) = try recover(data)
+        XCTAssertEqual(state.root, ["n": 30])
+        XCTAssertEqual(report.snapshotVersion, 30)
+        XCTAssertEqual(report.lastVersion, 30)
+    }
+
+    func testExportGivesBackWhatWasImported() throws {
+        let data = directory()
+        let lines = export(12, from: 7, state: #"{"n":-3,"name":"x"}"#)
+        _ = try Storage.importLines(lines, into: data, as: JSONDocument.self)
+        var exported: [UInt8] = []
+        let report = try Storage.export(data) { exported += $0 }
+        XCTAssertEqual(report.lastVersion, 19)
+        let expected = lines.map { try! JSON(parsing: $0) }
+        let actual = exported.split(separator: UInt8(ascii: "\n")).map { try! JSON(parsing: Array($0)) }
+        XCTAssertEqual(actual, expected)
+    }
+
+    func testASecondUserOfTheDirectoryIsRefused() throws {
+        let data = directory()
+        try data.create()
+        let lock = try data.lock()
+        defer { close(lock) }
+        XCTAssertThrowsError(try data.lock()) { error in
+            XCTAssertTrue("\(error)".contains("in use by another process"), "\(error)")
+        }
+    }
+}
