@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Reactor", targets: ["Reactor"]),
+        .library(name: "ReactorJSON", targets: ["ReactorJSON"]),
         .library(name: "ReactorServer", targets: ["ReactorServer"]),
         .executable(name: "reactord", targets: ["reactord"]),
     ],
@@ -24,10 +25,12 @@ let package = Package(
         ),
         // Pure Swift: knows nothing of sockets, libuv or HTTP.
         .target(name: "Reactor"),
+        // JSON values, RFC 6901 pointers, RFC 6902 and 7386 patches: shared by the server and the clients.
+        .target(name: "ReactorJSON", dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]),
         .target(
             name: "ReactorServer",
             dependencies: [
-                "Reactor", "CUV",
+                "Reactor", "ReactorJSON", "CUV",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -71,7 +74,10 @@ let package = Package(
         .executableTarget(name: "fuzz-http-request", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/HTTPRequestFuzzer"),
         .executableTarget(name: "fuzz-websocket-frames", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/WebSocketFrameFuzzer"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
-        .testTarget(name: "ReactorServerTests", dependencies: ["ReactorServer", "Reactor"]),
+        // What the test targets share (a seeded random number generator).
+        .target(name: "TestSupport", path: "Tests/Support"),
+        .testTarget(name: "ReactorJSONTests", dependencies: ["ReactorJSON", "TestSupport"]),
+        .testTarget(name: "ReactorServerTests", dependencies: ["ReactorServer", "ReactorJSON", "Reactor", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,7 +3,7 @@ struct CORSMiddleware: HTTPMiddleware {
     let origins: Set<String>
 
     private static let allowedHeaders = "Authorization, Content-Type, Idempotency-Key, If-None-Match, Last-Event-ID"
-    private static let exposedHeaders = "ETag, Retry-After, Idempotent-Replayed"
+    private static let exposedHeaders = "ETag, Retry-After, Idempotent-Replayed, Reactor-Oldest-Version, Reactor-Version"
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void) {
         guard let origin = request.headers["Origin"], origins.contains("*") || origins.contains(origin) else {

@@ -121,7 +121,9 @@ public enum WebSocketHandshake {
         guard isValidKey(key) else { return reject("Sec-WebSocket-Key is not a base64-encoded 16-byte value") }
         if let allowedOrigins = policy.allowedOrigins {
             if let origin = header("Origin").map(trimmed) {
-                guard allowedOrigins.contains(where: { $0.lowercased() == origin.lowercased() }) else { return .failure(.forbiddenOrigin(origin)) }
+                // The server's own pages (the dashboard) may always connect: their origin is its host.
+                let isSameOrigin = header("Host").map { ["http://" + trimmed($0).lowercased(), "https://" + trimmed($0).lowercased()].contains(origin.lowercased()) } ?? false
+                guard isSameOrigin || allowedOrigins.contains(where: { $0.lowercased() == origin.lowercased() }) else { return .failure(.forbiddenOrigin(origin)) }
             } else if !policy.allowsMissingOrigin {
                 return .failure(.forbiddenOrigin(nil))
             }

@@ -1,5 +1,6 @@
 @testable import ReactorServer
 import XCTest
+import TestSupport
 
 /// The record format and its scanner, without files: checksums, round trips, and how every way a
 /// file can end (cleanly, torn by a crash, damaged) is told apart.

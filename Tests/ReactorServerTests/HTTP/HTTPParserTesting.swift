@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import ReactorServer
+import TestSupport
 
 /// Helpers for the parser tests. A test class gets them by conforming; they live in a protocol
 /// extension rather than at the top level so they cannot collide with other tests in the module
@@ -9,7 +10,7 @@ import XCTest
 protocol HTTPParserTesting {}
 
 enum HTTPParserTestSupport {
-    typealias SeededRandom = ReactorServerTests.SeededRandom
+    typealias SeededRandom = TestSupport.SeededRandom
 }
 
 extension HTTPParserTesting {

@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import ReactorServer
+import TestSupport
 
 /// Random damage to valid requests must never crash the parser, never depend on how the input
 /// is split, and always end in requests or an error.

@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import ReactorServer
+import TestSupport
 
 /// Random and damaged client streams must never crash the decoder, never depend on how the
 /// input is split, and always end in messages or one terminal event.

@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import ReactorServer
+import TestSupport
 
 /// Server frames: unmasked, minimal lengths, and readable by a decoder once a client would have
 /// masked them.

@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import ReactorServer
+import TestSupport
 
 /// Helpers for the WebSocket tests. A test class gets them by conforming; a protocol extension
 /// keeps them from colliding with other tests in the module, and SwiftPM's test discovery on
@@ -8,7 +9,7 @@ import XCTest
 protocol WebSocketTesting {}
 
 enum WebSocketTestSupport {
-    typealias SeededRandom = ReactorServerTests.SeededRandom
+    typealias SeededRandom = TestSupport.SeededRandom
 
     /// How a test client writes the payload length: real clients use the shortest, but the
     /// longer forms are legal and a decoder must accept them.

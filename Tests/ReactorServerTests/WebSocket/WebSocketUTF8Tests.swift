@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import ReactorServer
+import TestSupport
 
 /// UTF-8 in text messages and close reasons (RFC 6455 §5.6, §8.1): the validator on its own,
 /// then in the decoder, where an invalid byte must fail the connection as soon as it arrives.

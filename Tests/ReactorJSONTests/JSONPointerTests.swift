@@ -1,4 +1,4 @@
-import ReactorServer
+@testable import ReactorJSON
 import XCTest
 
 final class JSONPointerTests: XCTestCase {

@@ -1,4 +1,4 @@
-import ReactorServer
+@testable import ReactorJSON
 import XCTest
 
 /// RFC 6902 Appendix A, every example.

@@ -1,5 +1,6 @@
-import ReactorServer
+@testable import ReactorJSON
 import XCTest
+import TestSupport
 
 /// Parses test input, failing the test (not crashing) on invalid JSON.
 func parsedJSON(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> JSON {

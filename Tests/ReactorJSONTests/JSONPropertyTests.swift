@@ -1,4 +1,4 @@
-import ReactorServer
+@testable import ReactorJSON
 import XCTest
 
 /// Randomized invariants with a fixed seed, so a failure reproduces exactly.

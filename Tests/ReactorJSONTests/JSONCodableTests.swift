@@ -1,5 +1,5 @@
 import Foundation
-import ReactorServer
+@testable import ReactorJSON
 import XCTest
 
 final class JSONCodableTests: XCTestCase {
