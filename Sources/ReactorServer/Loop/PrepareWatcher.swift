@@ -19,6 +19,10 @@ final class PrepareWatcher {
     }
 
     deinit {
-        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
+        // A loop that has stopped closes its handles itself (EventLoop.run); otherwise close it here.
+        let handle = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
+        if uv_is_closing(handle) == 0 {
+            uv_close(handle) { $0?.deallocate() }
+        }
     }
 }
