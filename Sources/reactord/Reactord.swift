@@ -8,7 +8,7 @@ struct Reactord: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reactord",
         abstract: "Serves one shared state: events in over HTTP, state out.",
-        subcommands: [Serve.self, Check.self, Compact.self, Export.self, Import.self],
+        subcommands: [Serve.self, Check.self, Compact.self, Export.self, Import.self, Config.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -101,6 +101,15 @@ struct Serve: ParsableCommand {
     @Option(help: "Where the dashboard and docs/openapi.yaml are (default: the installation's share/reactord, or the source tree).")
     var shareDir: String?
 
+    @Option(help: "Events per second each token may fire, unless its config entry says otherwise (default: no limit).")
+    var eventRateLimit: Double?
+
+    @Option(help: "Events a token may fire in a burst above its rate (default: the rate).")
+    var eventRateBurst: Double?
+
+    @Option(help: "New connections per second the server accepts, bursts up to twice that (default: no limit).")
+    var maxConnectionRate: Double?
+
     func run() throws {
         var fileSettings = Settings()
         var unknownKeys: [String] = []
@@ -140,6 +149,9 @@ struct Serve: ParsableCommand {
         settings.snapshotEvents = snapshotEvents
         settings.snapshotBytes = snapshotBytes
         settings.segmentBytes = segmentBytes
+        settings.eventRateLimit = eventRateLimit
+        settings.eventRateBurst = eventRateBurst
+        settings.maxConnectionRate = maxConnectionRate
         return settings
     }
 

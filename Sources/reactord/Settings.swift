@@ -29,6 +29,9 @@ struct Settings {
     var snapshotEvents: Int?
     var snapshotBytes: Int?
     var segmentBytes: Int?
+    var eventRateLimit: Double?
+    var eventRateBurst: Double?
+    var maxConnectionRate: Double?
 
     /// This layer over `lower`: every setting this layer has wins.
     func resolved(over lower: Settings) -> Settings {
@@ -56,7 +59,10 @@ struct Settings {
             fsync: fsync ?? lower.fsync,
             snapshotEvents: snapshotEvents ?? lower.snapshotEvents,
             snapshotBytes: snapshotBytes ?? lower.snapshotBytes,
-            segmentBytes: segmentBytes ?? lower.segmentBytes
+            segmentBytes: segmentBytes ?? lower.segmentBytes,
+            eventRateLimit: eventRateLimit ?? lower.eventRateLimit,
+            eventRateBurst: eventRateBurst ?? lower.eventRateBurst,
+            maxConnectionRate: maxConnectionRate ?? lower.maxConnectionRate
         )
     }
 
@@ -114,6 +120,17 @@ struct Settings {
         }
         configuration.webSocketOrigins = webSocketOrigins.map(Set.init)
         configuration.webSocketEcho = webSocketEcho ?? false
+        if let eventRateLimit {
+            guard eventRateLimit > 0 else { throw ConfigurationError("event-rate-limit must be positive") }
+            if let eventRateBurst, eventRateBurst < 1 { throw ConfigurationError("event-rate-burst must be at least 1") }
+            configuration.eventRateLimit = RateLimit(perSecond: eventRateLimit, burst: eventRateBurst)
+        } else if eventRateBurst != nil {
+            throw ConfigurationError("event-rate-burst needs event-rate-limit")
+        }
+        if let maxConnectionRate {
+            guard maxConnectionRate > 0 else { throw ConfigurationError("max-connection-rate must be positive") }
+            configuration.maxConnectionRate = maxConnectionRate
+        }
         return configuration
     }
 
@@ -190,6 +207,9 @@ extension Settings {
         settings.snapshotEvents = try number("SNAPSHOT_EVENTS")
         settings.snapshotBytes = try number("SNAPSHOT_BYTES")
         settings.segmentBytes = try number("SEGMENT_BYTES")
+        settings.eventRateLimit = try number("EVENT_RATE_LIMIT")
+        settings.eventRateBurst = try number("EVENT_RATE_BURST")
+        settings.maxConnectionRate = try number("MAX_CONNECTION_RATE")
         return settings
     }
 
@@ -198,6 +218,7 @@ extension Settings {
         "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes", "resumeWindow", "maxUnsentBytes",
         "slowConsumer", "pingInterval", "maxMessageBytes", "webSocketOrigins",
         "dataDir", "fsync", "snapshotEvents", "snapshotBytes", "segmentBytes",
+        "eventRateLimit", "eventRateBurst", "maxConnectionRate",
     ]
 
     /// A JSON config file (docs/configuration.md). Returns the settings and the keys it did not know.
@@ -216,7 +237,7 @@ extension Settings {
             ConfigurationError("config file \(path): \"\(key)\" must be \(expected)")
         }
         var settings = Settings()
-        for (key, value) in members {
+        for (key, value) in members where value != .null {  // null: not set, as `config defaults` writes it
             switch key {
             case "host": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.host = text
             case "port": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.port = Int(number)
@@ -250,6 +271,9 @@ extension Settings {
             case "snapshotEvents": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.snapshotEvents = Int(number)
             case "snapshotBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.snapshotBytes = Int(number)
             case "segmentBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.segmentBytes = Int(number)
+            case "eventRateLimit": guard let number = value.doubleValue else { throw fail(key, "a number of events per second") }; settings.eventRateLimit = number
+            case "eventRateBurst": guard let number = value.doubleValue else { throw fail(key, "a number of events") }; settings.eventRateBurst = number
+            case "maxConnectionRate": guard let number = value.doubleValue else { throw fail(key, "a number of connections per second") }; settings.maxConnectionRate = number
             case "tokens":
                 guard let entries = value.arrayValue else { throw fail(key, "an array of {name, secret, scopes, eventTypes?}") }
                 settings.tokens = try entries.map { entry throws(ConfigurationError) in try token(from: entry, path: path) }
@@ -274,6 +298,15 @@ extension Settings {
         }
         guard !scopes.isEmpty else { throw ConfigurationError("config file \(path): token \(name) has no scope") }
         let types = entry["eventTypes"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
-        return AccessToken(name: name, secret: secret, scopes: scopes, allowedEventTypes: types)
+        var rateLimit: RateLimit?
+        if let rate = entry["eventsPerSecond"] {
+            guard let perSecond = rate.doubleValue, perSecond > 0 else {
+                throw ConfigurationError("config file \(path): token \(name): \"eventsPerSecond\" must be a positive number")
+            }
+            let burst = entry["burst"]?.doubleValue
+            if let burst, burst < 1 { throw ConfigurationError("config file \(path): token \(name): \"burst\" must be at least 1") }
+            rateLimit = RateLimit(perSecond: perSecond, burst: burst)
+        }
+        return AccessToken(name: name, secret: secret, scopes: scopes, allowedEventTypes: types, rateLimit: rateLimit)
     }
 }

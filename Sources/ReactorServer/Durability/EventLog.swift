@@ -27,6 +27,23 @@ public protocol EventLog: AnyObject {
 
     /// Finishes what is in flight and releases the log's files; `completion` runs after.
     func close(completion: @escaping () -> Void)
+
+    /// How the log has been doing, for metrics.
+    var statistics: EventLogStatistics { get }
+}
+
+/// What an event log reports for metrics.
+public struct EventLogStatistics: Sendable {
+    /// Seconds each append took to become durable (write and fsync, off the loop).
+    public var appendSeconds = Histogram.latency
+    public var appendFailures: UInt64 = 0
+    public var bytesAppended: UInt64 = 0
+    /// The newest snapshot: its version, size, and when it was written (seconds since 1970).
+    public var snapshotVersion: UInt64 = 0
+    public var snapshotBytes = 0
+    public var snapshotTime: Double?
+
+    public init() {}
 }
 
 /// Why an event log could not do what it was asked.

@@ -34,6 +34,7 @@ public final class FileEventLog: EventLog {
     private var segments: [UInt64]
     private var recent: Deque<LogRecord> = []
 
+    public private(set) var statistics = EventLogStatistics()
     private var appending = false
     private var waitingAppends: Deque<(records: [LogRecord], completion: (Result<Void, EventLogError>) -> Void)> = []
     private var jobsInFlight = 0
@@ -54,6 +55,11 @@ public final class FileEventLog: EventLog {
         for first in report.obsoleteSegments {
             unlink(directory.segmentPath(firstVersion: first))
         }
+        let snapshotFile = directory.snapshotPath(version: report.snapshotVersion)
+        let attributes = try? FileManager.default.attributesOfItem(atPath: snapshotFile)
+        statistics.snapshotVersion = report.snapshotVersion
+        statistics.snapshotBytes = (attributes?[.size] as? Int) ?? 0
+        statistics.snapshotTime = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970
     }
 
     deinit {
@@ -74,16 +80,23 @@ public final class FileEventLog: EventLog {
         appending = true
         jobsInFlight += 1
         let (writer, policy, records) = (writer, options.fsync, next.records)
-        loop.runInThreadPool({ writer.append(records, policy: policy) }) { [self] result in
+        loop.runInThreadPool({ () -> (Result<[UInt64], EventLogError>, seconds: Double) in
+            let start = DispatchTime.now().uptimeNanoseconds
+            let result = writer.append(records, policy: policy)
+            return (result, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        }) { [self] result, seconds in
             jobsInFlight -= 1
             appending = false
             switch result {
             case .success(let started):
+                statistics.appendSeconds.observe(seconds)
+                statistics.bytesAppended += UInt64(records.reduce(0) { $0 + JournalFormat.encodedSize($1) })
                 segments.append(contentsOf: started)
                 if let last = records.last { lastVersion = last.version }
                 remember(records)
                 next.completion(.success(()))
             case .failure(let error):
+                statistics.appendFailures += 1
                 next.completion(.failure(error))
             }
             startNextAppend()
@@ -160,23 +173,27 @@ public final class FileEventLog: EventLog {
         let olderSnapshots = (try? directory.snapshotVersions().filter { $0 < version }) ?? []
         let (directory, redundant) = (directory, obsolete)
         jobsInFlight += 1
-        loop.runInThreadPool({ () -> Result<Void, EventLogError> in
+        loop.runInThreadPool({ () -> Result<Int, EventLogError> in
             let state: [UInt8]
             do {
                 state = try encode()
             } catch {
                 return .failure(EventLogError(.other, "the state at version \(version) could not be encoded: \(error)"))
             }
-            return Result { () throws(EventLogError) in
+            return Result { () throws(EventLogError) -> Int in
                 try Self.writeSnapshot(LogRecord(version: version, payload: state), in: directory, removingSegments: redundant, snapshots: olderSnapshots)
+                return state.count
             }
         }) { [self] result in
             jobsInFlight -= 1
-            if case .success = result {
+            if case .success(let bytes) = result {
                 segments.removeAll { obsolete.contains($0) }
                 oldestVersion = max(oldestVersion, version)
+                statistics.snapshotVersion = version
+                statistics.snapshotBytes = bytes
+                statistics.snapshotTime = Date().timeIntervalSince1970
             }
-            completion(result)
+            completion(result.map { _ in })
             finishClosingIfIdle()
         }
     }

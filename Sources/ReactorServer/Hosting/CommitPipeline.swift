@@ -36,6 +36,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     private let loop: EventLoop
     private let logger: Logger
     private let options: Options
+    private let metrics: ServerMetrics
 
     /// The newest state the log holds: what clients may see.
     private(set) var published: (version: UInt64, state: StateType)
@@ -50,8 +51,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     private var snapshotting = false
     private var endOfIteration: PrepareWatcher?
 
-    init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, loop: EventLoop, options: Options, logger: Logger) {
+    init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, loop: EventLoop, options: Options,
+         metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
         self.core = core
+        self.metrics = metrics
         self.log = log
         self.loop = loop
         self.options = options
@@ -146,6 +149,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         ])
         failure = error
         pending.removeAll()
+        metrics.eventsUndone += core.version - published.version
         core.restore(state: published.state, version: published.version)
         let problem = Problem.journalUnavailable(error)
         while let waiter = waiters.popFirst() { waiter.resume(problem) }

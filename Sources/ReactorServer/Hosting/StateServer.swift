@@ -10,6 +10,9 @@ public final class StateServer<StateType: HostedState> {
     private let service: StateService<StateType>
     private let history: HistoryService<StateType>
     private let subscriptions: SubscriptionService<StateType>
+    private let metricsService: MetricsService<StateType>
+    /// The server's counters, also served at `/metrics`.
+    public let metrics = ServerMetrics()
 
     /// Creates the server on `loop`'s thread. `state` and `version` are where the core starts: the
     /// state `log` was recovered to, when there is a log. `middlewares` are the core's
@@ -27,26 +30,31 @@ public final class StateServer<StateType: HostedState> {
         httpMiddleware: [any HTTPMiddleware] = [],
         logger: Logger
     ) {
-        core = Core(state: state, version: version, middlewares: [EventLogger<StateType>(logger: logger)] + middlewares, executor: loop)
+        core = Core(state: state, version: version, middlewares: [EventLogger<StateType>(logger: logger, metrics: metrics)] + middlewares, executor: loop)
         if !configuration.tokens.isEmpty {
             core.add(interceptor: EventPermissionInterceptor<StateType>())
+            core.add(interceptor: EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics))
         }
         pipeline = CommitPipeline(core: core, state: state, version: version, log: log, loop: loop,
-                                  options: .init(snapshotEvents: storage.snapshotEvents, snapshotBytes: storage.snapshotBytes), logger: logger)
+                                  options: .init(snapshotEvents: storage.snapshotEvents, snapshotBytes: storage.snapshotBytes),
+                                  metrics: metrics, logger: logger)
         core.add(middleware: pipeline)
         history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)
         service = StateService(core: core, pipeline: pipeline, history: history, loop: loop, configuration: configuration, logger: logger)
         subscriptions = SubscriptionService(core: core, pipeline: pipeline, loop: loop, configuration: configuration, logger: logger)
+        metricsService = MetricsService(metrics: metrics, pipeline: pipeline, hub: subscriptions.hub)
         var router = Router()
         service.register(in: &router)
         history.register(in: &router)
         subscriptions.register(in: &router)
+        metricsService.register(in: &router)
         files.register(in: &router)
-        var chain: [any HTTPMiddleware] = [RequestLogger(logger: logger)]
+        var chain: [any HTTPMiddleware] = [RequestLogger(logger: logger, metrics: metrics)]
         if !configuration.corsOrigins.isEmpty { chain.append(CORSMiddleware(origins: Set(configuration.corsOrigins))) }
         chain.append(AuthMiddleware(tokens: configuration.tokens))
-        http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, logger: logger)
+        http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, metrics: metrics, logger: logger)
         subscriptions.http = http
+        metricsService.http = http
     }
 
     /// Subscribers connected now, over WebSocket and Server-Sent Events.
@@ -81,14 +89,19 @@ public struct StorageConfiguration: Sendable {
     }
 }
 
-/// Logs one line per applied event: its type and version.
-struct EventLogger<StateType: HostedState>: Middleware {
+/// Counts each applied event by type, and logs it (type and version) at the info level.
+/// @unchecked Sendable: the core runs middleware on its executor, the loop thread, where the
+/// metrics live.
+struct EventLogger<StateType: HostedState>: Middleware, @unchecked Sendable {
     let logger: Logger
+    let metrics: ServerMetrics
 
     func process(event: Event, state: StateType) {}
 
     func process(event: Event, state: StateType, version: UInt64) {
+        let type = StateType.eventRegistry.typeName(of: event) ?? "\(Swift.type(of: event))"
+        metrics.recordEvent(type: type)
         guard logger.logLevel <= .info else { return }
-        logger.info("event", metadata: ["type": "\(StateType.eventRegistry.typeName(of: event) ?? "\(type(of: event))")", "version": "\(version)"])
+        logger.info("event", metadata: ["type": "\(type)", "version": "\(version)"])
     }
 }

@@ -23,12 +23,15 @@ public struct AccessToken: Sendable {
     public let scopes: Set<Scope>
     /// When set, the only event types this token may fire.
     public let allowedEventTypes: Set<String>?
+    /// How many events this token may fire per second; nil: the server's default for tokens.
+    public var rateLimit: RateLimit?
 
-    public init(name: String, secret: String, scopes: Set<Scope>, allowedEventTypes: Set<String>? = nil) {
+    public init(name: String, secret: String, scopes: Set<Scope>, allowedEventTypes: Set<String>? = nil, rateLimit: RateLimit? = nil) {
         self.name = name
         self.secret = Array(secret.utf8)
         self.scopes = scopes
         self.allowedEventTypes = allowedEventTypes
+        self.rateLimit = rateLimit
     }
 
     /// Parses `name:secret:scope+scope[:type+type]`, the form of `--token` and `REACTORD_TOKENS`.
@@ -128,6 +131,35 @@ struct EventPermissionInterceptor<StateType: HostedState>: Interceptor {
         let type = StateType.eventRegistry.typeName(of: event) ?? "\(Swift.type(of: event))"
         guard allowed.contains(type) else {
             throw Problem.forbidden("token \(principal.name) may not fire \"\(type)\" events; it may fire: \(allowed.sorted().joined(separator: ", "))")
+        }
+    }
+}
+
+/// Holds each token to its rate of events, whatever the transport: a core interceptor, like the
+/// permission check. Events fired without a token (the server's own, or with no tokens configured)
+/// are not limited.
+/// @unchecked Sendable: the core runs interceptors on its executor, the loop thread, only.
+final class EventRateInterceptor<StateType: HostedState>: Interceptor, @unchecked Sendable {
+    private let defaultLimit: RateLimit?
+    private let metrics: ServerMetrics
+    private var buckets: [String: TokenBucket] = [:]
+
+    init(defaultLimit: RateLimit?, metrics: ServerMetrics) {
+        self.defaultLimit = defaultLimit
+        self.metrics = metrics
+    }
+
+    func intercept(event: Event, state: StateType) throws {}
+
+    func intercept(event: Event, state: StateType, origin: (any Sendable)?) throws {
+        guard let principal = origin as? Principal, let limit = principal.token.rateLimit ?? defaultLimit else { return }
+        let now = uv_hrtime()
+        var bucket = buckets[principal.name].flatMap { $0.limit == limit ? $0 : nil } ?? TokenBucket(limit: limit, now: now)
+        let wait = bucket.take(now: now)
+        buckets[principal.name] = bucket
+        if let wait {
+            metrics.rateLimitedEvents += 1
+            throw Problem.rateLimited("token \(principal.name) may fire \(PrometheusText.format(limit.perSecond)) events per second (bursts of \(PrometheusText.format(limit.burst)))", retryAfter: wait)
         }
     }
 }

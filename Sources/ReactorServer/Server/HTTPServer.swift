@@ -23,15 +23,21 @@ public final class HTTPServer {
 
     let requestTimeoutMilliseconds: UInt64
     let idleTimeoutMilliseconds: UInt64
+    /// The server's counters, for `/metrics`.
+    public let metrics: ServerMetrics
+    private var connectionRate: TokenBucket?
 
     /// The port the server listens on (the one the system chose when configured with 0).
     public var port: Int { listener?.port ?? 0 }
     public var connectionCount: Int { connections.count + upgraded.count }
 
     /// Creates the server on `loop`'s thread; `start()` binds and listens.
-    public init(loop: EventLoop, configuration: ServerConfiguration, router: Router, middleware: [any HTTPMiddleware], logger: Logger) {
+    public init(loop: EventLoop, configuration: ServerConfiguration, router: Router, middleware: [any HTTPMiddleware],
+                metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
         precondition(loop.isCurrent)
         self.loop = loop
+        self.metrics = metrics
+        connectionRate = configuration.maxConnectionRate.map { TokenBucket(limit: RateLimit(perSecond: $0, burst: 2 * $0), now: uv_hrtime()) }
         self.configuration = configuration
         self.router = router
         self.logger = logger
@@ -89,12 +95,22 @@ public final class HTTPServer {
     private func accept(_ tcp: TCPConnection) {
         guard connectionCount < configuration.maxConnections else {
             logger.warning("connection refused: too many connections", metadata: ["limit": "\(configuration.maxConnections)"])
-            write(Problem.tooManyConnections(limit: configuration.maxConnections).response, isHead: false, closing: true, keepAliveHeader: false, to: tcp)
-            tcp.closeAfterWriting()
-            return
+            metrics.recordRefusedConnection(reason: "max-connections")
+            return refuse(tcp, Problem.tooManyConnections(limit: configuration.maxConnections))
         }
+        if connectionRate != nil, let wait = connectionRate!.take(now: uv_hrtime()) {
+            metrics.recordRefusedConnection(reason: "connection-rate")
+            return refuse(tcp, Problem.rateLimited("the server accepts \(PrometheusText.format(connectionRate!.limit.perSecond)) new connections per second", retryAfter: wait))
+        }
+        metrics.connectionsAccepted += 1
         let connection = HTTPServerConnection(tcp: tcp, server: self)
         connections[ObjectIdentifier(connection)] = connection
+    }
+
+    /// Answers a connection it will not serve, and closes it.
+    private func refuse(_ tcp: TCPConnection, _ problem: Problem) {
+        write(problem.response, isHead: false, closing: true, keepAliveHeader: false, to: tcp)
+        tcp.closeAfterWriting()
     }
 
     func connectionClosed(_ connection: HTTPServerConnection) {

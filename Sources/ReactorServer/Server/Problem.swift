@@ -162,6 +162,14 @@ extension Problem {
         Problem(status: .internalServerError, kind: "internal-error", title: "Internal server error", detail: detail)
     }
 
+    /// Over a rate limit: `Retry-After` says when to try again (whole seconds, at least 1).
+    public static func rateLimited(_ detail: String, retryAfter seconds: Double) -> Problem {
+        let wait = max(1, Int(seconds.rounded(.up)))
+        return Problem(status: .tooManyRequests, kind: "rate-limited", title: "Too many requests",
+                       detail: "\(detail); retry in \(wait) s", extensions: ["retryAfter": .integer(Int64(wait))],
+                       headers: [("Retry-After", String(wait))])
+    }
+
     /// The journal could not store an event: it was undone and is not acknowledged.
     public static func journalUnavailable(_ error: EventLogError) -> Problem {
         Problem(status: .serviceUnavailable, kind: "journal-unavailable", title: "Event not stored",

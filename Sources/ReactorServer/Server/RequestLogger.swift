@@ -1,24 +1,30 @@
 import CUV
 import Logging
 
-/// Logs one structured line per request: method, path, status, bytes, microseconds, request id, and
-/// the token's name (never its secret).
+/// Accounts for every request: counts it and its duration by route and status for `/metrics`, and
+/// logs one structured line (method, path, status, bytes, microseconds, request id, and the token's
+/// name, never its secret) when the level is info or finer.
 struct RequestLogger: HTTPMiddleware {
     let logger: Logger
+    let metrics: ServerMetrics
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void) {
-        // Building the metadata costs more than the rest of a small request: skip it when nobody reads it.
-        guard logger.logLevel <= .info else { return next(request, context, respond) }
-        next(request, context) { [logger] response in
-            logger.info("request", metadata: [
-                "method": "\(request.method.name)",
-                "path": "\(request.path)",
-                "status": "\(response.status.code)",
-                "bytes": "\(response.body.count)",
-                "us": "\((uv_hrtime() - context.receivedAt) / 1000)",
-                "request-id": "\(context.id)",
-                "token": "\(context.principal?.name ?? "-")",
-            ])
+        let logs = logger.logLevel <= .info
+        next(request, context) { [logger, metrics] response in
+            let nanoseconds = uv_hrtime() - context.receivedAt
+            metrics.recordRequest(route: context.route, status: response.status.code, seconds: Double(nanoseconds) / 1e9)
+            if logs {
+                // Building the metadata costs more than the rest of a small request: only when read.
+                logger.info("request", metadata: [
+                    "method": "\(request.method.name)",
+                    "path": "\(request.path)",
+                    "status": "\(response.status.code)",
+                    "bytes": "\(response.body.count)",
+                    "us": "\(nanoseconds / 1000)",
+                    "request-id": "\(context.id)",
+                    "token": "\(context.principal?.name ?? "-")",
+                ])
+            }
             respond(response)
         }
     }

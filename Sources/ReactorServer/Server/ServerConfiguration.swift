@@ -13,6 +13,10 @@ public struct ServerConfiguration: Sendable {
     /// Requests a client may pipeline ahead of the responses before the server stops reading from it.
     public var maxPipelinedRequests = 64
     public var tokens: [AccessToken] = []
+    /// Events per second (and burst) each token may fire, unless the token has a limit of its own.
+    public var eventRateLimit: RateLimit?
+    /// New connections per second the server accepts (bursts up to twice that); beyond, 429 and close.
+    public var maxConnectionRate: Double?
     /// Origins allowed to call the API from a browser; `["*"]` allows any.
     public var corsOrigins: [String] = []
     /// How long an `Idempotency-Key` is remembered, and how many at most.

@@ -38,6 +38,7 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
 
     private func write(_ bytes: [UInt8]) {
         lastWrite = server.now
+        hub.counters.pushed(bytes.count)
         tcp.write(bytes)
     }
 
@@ -46,7 +47,7 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
         let event = message.serverSentEvent
         // Behind means bytes still waiting past the bound; one large record to an idle socket is not.
         guard tcp.queuedBytes == 0 || tcp.queuedBytes + event.count <= configuration.maxUnsentBytes else {
-            hub.slowConsumers += 1
+            hub.counters.fellBehind(configuration.slowConsumerPolicy)
             switch configuration.slowConsumerPolicy {
             case .snapshot:
                 isLagging = true

@@ -22,8 +22,29 @@ final class SubscriptionHub<StateType: HostedState> {
     private let logger: Logger
 
     private(set) var subscriberCount = 0
-    /// Subscribers that fell behind (conflated or closed, by policy).
-    var slowConsumers = 0
+    /// What was sent, for metrics: messages and their bytes, and what happened to slow subscribers.
+    var counters = Counters()
+
+    struct Counters {
+        var pushes: UInt64 = 0
+        var pushedBytes: UInt64 = 0
+        /// Subscribers whose patches were dropped for a snapshot once they drain (conflation).
+        var conflations: UInt64 = 0
+        /// Subscribers closed for being too slow.
+        var slowConsumerDisconnects: UInt64 = 0
+
+        mutating func pushed(_ bytes: Int) {
+            pushes += 1
+            pushedBytes += UInt64(bytes)
+        }
+
+        mutating func fellBehind(_ policy: SlowConsumerPolicy) {
+            switch policy {
+            case .snapshot: conflations += 1
+            case .close: slowConsumerDisconnects += 1
+            }
+        }
+    }
 
     init(windowCapacity: Int, logger: Logger) {
         window = TransitionWindow(capacity: windowCapacity)

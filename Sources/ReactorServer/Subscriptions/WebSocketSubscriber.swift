@@ -33,7 +33,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
 
     func start(since: UInt64?, leftover: [UInt8]) {
         connection.handler = self
-        for message in hub.subscribe(self, to: selection, since: since) { connection.send(frame: message.webSocketFrame) }
+        for message in hub.subscribe(self, to: selection, since: since) { send(message.webSocketFrame) }
         connection.start(leftover: leftover)
     }
 
@@ -47,11 +47,16 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
         guard unsent == 0 || unsent + frame.count <= configuration.maxUnsentBytes else {
             return fallBehind()
         }
+        send(frame)
+    }
+
+    private func send(_ frame: [UInt8]) {
+        hub.counters.pushed(frame.count)
         connection.send(frame: frame)
     }
 
     private func fallBehind() {
-        hub.slowConsumers += 1
+        hub.counters.fellBehind(configuration.slowConsumerPolicy)
         switch configuration.slowConsumerPolicy {
         case .snapshot:
             isLagging = true
@@ -67,7 +72,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     func webSocketDidDrain(_ connection: WebSocketConnection) {
         guard isLagging else { return }
         isLagging = false
-        connection.send(frame: hub.snapshot(for: selection).webSocketFrame)
+        send(hub.snapshot(for: selection).webSocketFrame)
     }
 
     func webSocketDidClose(_ connection: WebSocketConnection) {
