@@ -172,6 +172,8 @@ private struct JSONByteReader {
             position += 1
             return .object(members)
         }
+        // Most objects on the wire are small: room for a few members up front saves regrowing twice.
+        members.reserveCapacity(4)
         while true {
             guard position < count, base[position] == ASCII.quote else {
                 throw expected("'\"' to start an object key")

@@ -15,6 +15,11 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses the string form of a pointer ("" or "/" followed by tokens).
     public init(_ string: String) throws(JSONPointerError) {
+        // The common pointer has no escapes: its tokens are the pieces between slashes, as they are.
+        if string.utf8.first == UInt8(ascii: "/") && !string.utf8.contains(UInt8(ascii: "~")) {
+            tokens = string.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst().map { Substring($0).description }
+            return
+        }
         var utf8 = Array(string.utf8)
         guard !utf8.isEmpty else {
             self.tokens = []

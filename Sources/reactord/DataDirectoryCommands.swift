@@ -16,8 +16,9 @@ struct Check: ParsableCommand {
         let report: JournalRecovery.Report
         do {
             report = try Storage.check(DataDirectory(path: dataDir), as: JSONDocument.self)
-        } catch {
-            FileHandle.standardError.write(Data("reactord check: \(dataDir) is damaged: \(error)\n".utf8))
+        } catch let error as EventLogError {
+            let verdict = error.kind == .damaged ? "is damaged" : "cannot be checked"
+            FileHandle.standardError.write(Data("reactord check: \(dataDir) \(verdict): \(error)\n".utf8))
             throw ExitCode(1)
         }
         for warning in report.warnings {
@@ -39,7 +40,7 @@ struct Compact: ParsableCommand {
             let version = try Storage.compact(DataDirectory(path: dataDir), as: JSONDocument.self)
             print("compacted: snapshot at version \(version)")
         } catch {
-            throw ValidationError("cannot compact \(dataDir): \(error)")
+            throw CommandFailure("cannot compact \(dataDir): \(error)")
         }
     }
 }
@@ -61,28 +62,32 @@ struct Export: ParsableCommand {
         let handle: FileHandle
         if let output {
             guard FileManager.default.createFile(atPath: output, contents: nil), let file = FileHandle(forWritingAtPath: output) else {
-                throw ValidationError("cannot create \(output)")
+                throw CommandFailure("cannot create \(output)")
             }
             handle = file
         } else {
             handle = .standardOutput
         }
         var buffer: [UInt8] = []
+        var writeError: (any Error)?
         do {
             let report = try Storage.export(DataDirectory(path: dataDir)) { line in
                 buffer.append(contentsOf: line)
-                if buffer.count >= 1 << 16 {
-                    handle.write(Data(buffer))
+                if buffer.count >= 1 << 16 && writeError == nil {
+                    do { try handle.write(contentsOf: buffer) } catch { writeError = error }
                     buffer.removeAll(keepingCapacity: true)
                 }
             }
-            handle.write(Data(buffer))
+            if writeError == nil {
+                do { try handle.write(contentsOf: buffer) } catch { writeError = error }
+            }
+            if let writeError { throw CommandFailure("cannot write the export to \(output ?? "standard output"): \(writeError.localizedDescription)") }
             if output != nil {
-                try handle.synchronize()
+                do { try handle.synchronize() } catch { throw CommandFailure("cannot sync \(output!): \(error.localizedDescription)") }
                 FileHandle.standardError.write(Data("exported versions \(report.snapshotVersion) to \(report.lastVersion)\n".utf8))
             }
         } catch let error as EventLogError {
-            throw ValidationError("cannot export \(dataDir): \(error)")
+            throw CommandFailure("cannot export \(dataDir): \(error)")
         }
     }
 }
@@ -104,14 +109,21 @@ struct Import: ParsableCommand {
         } else {
             data = FileManager.default.contents(atPath: file)
         }
-        guard let data else { throw ValidationError("cannot read \(file)") }
+        guard let data else { throw CommandFailure("cannot read \(file)") }
         let bytes = [UInt8](data)
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { Array($0) }
         do {
             let version = try Storage.importLines(lines, into: DataDirectory(path: dataDir), as: JSONDocument.self)
             print("imported: last version \(version)")
         } catch {
-            throw ValidationError("cannot import \(file): \(error)")
+            throw CommandFailure("cannot import \(file): \(error)")
         }
     }
+}
+
+/// A command that failed for a reason other than its arguments: said plainly, without the usage text
+/// that ArgumentParser adds to a ValidationError; the exit status is 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -39,15 +39,24 @@ ADDRESS_LINE = re.compile(r"address=127\.0\.0\.1:(\d+)")
 # Per-test time limit
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "time_limit(seconds): this test's own time limit, instead of TEST_TIME_LIMIT")
+
+
 @pytest.fixture(autouse=True)
-def _time_limit():
-    """Fails a test that hangs instead of letting it block the suite."""
+def _time_limit(request):
+    """Fails a test that hangs instead of letting it block the suite.
+
+    A test that needs longer says so with `@pytest.mark.time_limit(seconds)`.
+    """
+    marker = request.node.get_closest_marker("time_limit")
+    limit = int(marker.args[0]) if marker else TEST_TIME_LIMIT
 
     def expired(signum, frame):
-        raise TimeoutError(f"test exceeded its time limit of {TEST_TIME_LIMIT} s")
+        raise TimeoutError(f"test exceeded its time limit of {limit} s")
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(TEST_TIME_LIMIT)
+    signal.alarm(limit)
     try:
         yield
     finally:
@@ -69,13 +78,19 @@ def clean_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 class Reactord:
     """A running reactord: its process, port and log (stderr, kept in a file)."""
 
-    def __init__(self, args: list[str], env: dict[str, str] | None, cwd: Path | None, log_dir: Path):
-        self.args = [REACTORD_BIN, *args]
+    def __init__(self, args: list[str], env: dict[str, str] | None, cwd: Path | None, log_dir: Path, preexec_fn=None, binary: str | None = None):
+        binary = binary or REACTORD_BIN
+        self.args = [binary, *args]
+        # Set by kill(): the process died of SIGKILL on purpose, and teardown expects no exit 0.
+        self.killed = False
+        # The exit status teardown expects; a test that makes reactord exit otherwise on purpose
+        # (a second SIGTERM, say) sets it.
+        self.expected_exit = 0
         self.log_path = Path(tempfile.mkstemp(prefix="reactord-", suffix=".log", dir=log_dir)[1])
         self._log_file = open(self.log_path, "wb")
-        if not os.access(REACTORD_BIN, os.X_OK):
+        if not os.access(binary, os.X_OK):
             raise AssertionError(
-                f"reactord binary not found at {REACTORD_BIN}: run `swift build --product reactord` "
+                f"reactord binary not found at {binary}: run `swift build --product reactord` "
                 "or set REACTORD_BIN"
             )
         self.process = subprocess.Popen(
@@ -85,6 +100,7 @@ class Reactord:
             stderr=self._log_file,
             env=clean_environment(env),
             cwd=str(cwd) if cwd else None,
+            preexec_fn=preexec_fn,
         )
         self.port = self._wait_for_port()
         self.base_url = f"http://{HOST}:{self.port}"
@@ -141,6 +157,16 @@ class Reactord:
             self.signal(signal.SIGTERM)
         return self.wait(timeout)
 
+    def kill(self) -> int:
+        """SIGKILL (a crash, as far as the server can tell), then the exit status (-9).
+
+        The fixture's teardown then accepts that the process is gone without a graceful exit.
+        """
+        self.killed = True
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.wait()
+
     def close(self) -> None:
         self._log_file.close()
 
@@ -150,15 +176,19 @@ def reactord(tmp_path):
     """A factory: `reactord("--token", "a:b:read", env={...})` starts a server and returns it.
 
     `--port 0` is added unless `port=False` (to let a config file or the environment choose the
-    port). At teardown each server gets SIGTERM and must exit 0.
+    port). `preexec_fn` runs in the child before reactord starts (to set a resource limit, say).
+    At teardown each server gets SIGTERM and must exit 0, except one a test ended with `kill()`
+    (or one whose `expected_exit` the test set). `binary` runs another reactord than $REACTORD_BIN
+    (an installed copy, say).
     """
     started: list[Reactord] = []
 
-    def start(*flags: str, env: dict[str, str] | None = None, port: bool = True, cwd: Path | None = None) -> Reactord:
+    def start(*flags: str, env: dict[str, str] | None = None, port: bool = True, cwd: Path | None = None, preexec_fn=None,
+              binary: str | None = None) -> Reactord:
         args = list(flags)
         if port and "--port" not in args:
             args = ["--port", "0", *args]
-        server = Reactord(args, env, cwd, tmp_path)
+        server = Reactord(args, env, cwd, tmp_path, preexec_fn, binary)
         started.append(server)
         return server
 
@@ -168,8 +198,10 @@ def reactord(tmp_path):
     for server in started:
         try:
             code = server.stop()
-            if code != 0:
-                failures.append(f"reactord {server.args[1:]} exited with {code}, not 0:\n{server.log()}")
+            if server.killed:
+                continue
+            if code != server.expected_exit:
+                failures.append(f"reactord {server.args[1:]} exited with {code}, not {server.expected_exit}:\n{server.log()}")
         finally:
             server.close()
     if failures:

@@ -15,6 +15,7 @@
 extension JSONDocument {
     public static let eventRegistry: EventRegistry<JSONDocument> = {
         var registry = EventRegistry<JSONDocument>()
+        registry.nameEvents(of: DocumentEvent.self)
         registry.register("set") { json in
             let fields = try DocumentEventFields(json, type: "set", expected: ["path", "value"])
             return DocumentEvent.set(path: try fields.path(), value: try fields.value())

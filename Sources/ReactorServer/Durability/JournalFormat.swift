@@ -101,11 +101,17 @@ public struct JournalScanner {
 
     private let bytes: [UInt8]
     public private(set) var offset: Int
+    /// The version the next record should have: the file header's first version, then one more
+    /// than each record read.
+    private var expectedVersion: UInt64?
 
     /// `bytes` is the whole file; records start at `start` (after the header).
     public init(bytes: [UInt8], start: Int = JournalFormat.headerSize) {
         self.bytes = bytes
         offset = start
+        if start == JournalFormat.headerSize, bytes.count >= JournalFormat.headerSize {
+            expectedVersion = bytes.withUnsafeBytes { UInt64(littleEndianBytes: $0, at: 8) }
+        }
     }
 
     public mutating func next() -> Step {
@@ -124,17 +130,39 @@ public struct JournalScanner {
             let crc = UInt32(littleEndianBytes: raw, at: at + 4)
             let version = UInt64(littleEndianBytes: raw, at: at + 8)
             let end = at + JournalFormat.recordHeaderSize + length
+            // A bad record is torn only when nothing sound follows it: a crash cuts off the end of
+            // a file, while a damaged length or checksum can sit anywhere, with records after it.
             guard length <= JournalFormat.maxPayload, end <= bytes.count else {
-                return .torn(offset: at, reason: "a record of \(length) bytes runs past the end of the file")
+                let reason = "a record of \(length) bytes runs past the end of the file"
+                return soundRecord(after: at, in: raw) ? .damaged(offset: at, reason: reason) : .torn(offset: at, reason: reason)
             }
             let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(at + 4 + 4)..<end]))
             guard computed == crc else {
                 let reason = "checksum mismatch in the record of version \(version) (stored \(hex(crc)), computed \(hex(computed)))"
-                return end == bytes.count ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
+                return end == bytes.count && !soundRecord(after: at, in: raw) ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
             }
+            expectedVersion = version + 1
             offset = end
             return .record(LogRecord(version: version, payload: Array(raw[(at + JournalFormat.recordHeaderSize)..<end])), offset: at)
         }
+    }
+
+    /// Whether a whole record with a later version than expected starts anywhere after `offset`:
+    /// each position is tried cheaply (a plausible version and length) before its checksum is.
+    private func soundRecord(after offset: Int, in raw: UnsafeRawBufferPointer) -> Bool {
+        guard let expected = expectedVersion else { return false }
+        var candidate = offset + 1
+        while candidate + JournalFormat.recordHeaderSize <= raw.count {
+            let version = UInt64(littleEndianBytes: raw, at: candidate + 8)
+            let length = Int(UInt32(littleEndianBytes: raw, at: candidate))
+            let end = candidate + JournalFormat.recordHeaderSize + length
+            if version > expected, version - expected <= UInt64(raw.count), end <= raw.count,
+               CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(candidate + 8)..<end])) == UInt32(littleEndianBytes: raw, at: candidate + 4) {
+                return true
+            }
+            candidate += 1
+        }
+        return false
     }
 
     private func hex(_ value: UInt32) -> String {

@@ -130,17 +130,26 @@ public enum Storage {
             records.append(record)
         }
         guard let snapshot else { throw EventLogError(.other, "the export is empty") }
-        var bytes = JournalFormat.header(.snapshot, version: snapshot.version)
-        JournalFormat.append(snapshot, to: &bytes)
-        try directory.writeAtomically(bytes, to: directory.snapshotPath(version: snapshot.version))
-        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: snapshot.version + 1)
-        var start = 0
-        while start < records.count {
-            let end = min(records.count, start + 4096)
-            if case .failure(let error) = writer.append(Array(records[start..<end]), policy: .batch) { throw error }
-            start = end
+        do throws(EventLogError) {
+            // The journal first and the snapshot last: a directory without a snapshot is not one
+            // reactord would start on, so a write that fails halfway leaves nothing that looks whole.
+            let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: snapshot.version + 1)
+            var start = 0
+            while start < records.count {
+                let end = min(records.count, start + 4096)
+                if case .failure(let error) = writer.append(Array(records[start..<end]), policy: .batch) { throw error }
+                start = end
+            }
+            writer.close()
+            var bytes = JournalFormat.header(.snapshot, version: snapshot.version)
+            JournalFormat.append(snapshot, to: &bytes)
+            try directory.writeAtomically(bytes, to: directory.snapshotPath(version: snapshot.version))
+        } catch {
+            // Leave the directory as empty as it was.
+            for version in (try? directory.segmentVersions()) ?? [] { unlink(directory.segmentPath(firstVersion: version)) }
+            for version in (try? directory.snapshotVersions()) ?? [] { unlink(directory.snapshotPath(version: version)) }
+            throw error
         }
-        writer.close()
         return records.last?.version ?? snapshot.version
     }
 

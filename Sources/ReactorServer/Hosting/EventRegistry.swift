@@ -9,6 +9,7 @@ public struct EventRegistry<StateType: State>: Sendable {
     private var decoders: [String: Decoder] = [:]
     private var namesByType: [ObjectIdentifier: String] = [:]
     private var encoders: [ObjectIdentifier: @Sendable (any Event) throws -> JSON] = [:]
+    private var namers: [ObjectIdentifier: @Sendable (any Event) -> String?] = [:]
 
     public init() {}
 
@@ -52,9 +53,18 @@ public struct EventRegistry<StateType: State>: Sendable {
         return try encode(event)
     }
 
+    /// Names events of `type` by their `eventType` without a cast to `any NamedEvent`, which looks
+    /// the conformance up every time (this runs for every event, for logs and metrics).
+    public mutating func nameEvents<E: NamedEvent>(of type: E.Type) {
+        namers[ObjectIdentifier(E.self)] = { ($0 as? E)?.eventType }
+    }
+
     /// The wire name of `event`'s type: its `NamedEvent.eventType`, or the name it was registered under.
     public func typeName(of event: any Event) -> String? {
-        (event as? any NamedEvent)?.eventType ?? namesByType[ObjectIdentifier(type(of: event))]
+        let id = ObjectIdentifier(type(of: event))
+        if let name = namesByType[id] { return name }
+        if let namer = namers[id] { return namer(event) }
+        return (event as? any NamedEvent)?.eventType
     }
 
     /// The accepted types, sorted, for error messages and docs.

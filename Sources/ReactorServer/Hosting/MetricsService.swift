@@ -8,7 +8,9 @@ final class MetricsService<StateType: HostedState> {
     private let pipeline: CommitPipeline<StateType>
     private let hub: SubscriptionHub<StateType>
     /// Set once the HTTP server exists (it is built from the routes registered here).
-    weak var http: HTTPServer?
+    /// unowned(unsafe): the StateServer owns both and they live as long as each other; a weak
+    /// reference would give the server a side table and slow every retain and release of it.
+    unowned(unsafe) var http: HTTPServer!
 
     init(metrics: ServerMetrics, pipeline: CommitPipeline<StateType>, hub: SubscriptionHub<StateType>) {
         self.metrics = metrics
@@ -25,15 +27,17 @@ final class MetricsService<StateType: HostedState> {
     func render() -> [UInt8] {
         var text = PrometheusText()
         text.family("reactor_http_requests_total", .counter, help: "HTTP requests answered, by route and status.")
-        for (key, count) in metrics.requests.sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
-            text.sample("reactor_http_requests_total", [("route", key.route), ("status", String(key.status))], count)
+        for (index, statuses) in metrics.requests.enumerated() {
+            for (status, count) in statuses.sorted(by: { $0.key < $1.key }) {
+                text.sample("reactor_http_requests_total", [("route", metrics.routeName(index)), ("status", String(status))], count)
+            }
         }
         text.family("reactor_http_request_duration_seconds", .histogram, help: "Time from a request's arrival to its answer, by route.")
-        for (route, histogram) in metrics.requestSeconds.sorted(by: { $0.key < $1.key }) {
-            text.histogram("reactor_http_request_duration_seconds", [("route", route)], histogram)
+        for (index, histogram) in metrics.requestSeconds.enumerated() where histogram.count > 0 {
+            text.histogram("reactor_http_request_duration_seconds", [("route", metrics.routeName(index))], histogram)
         }
         text.family("reactor_http_connections_open", .gauge, help: "Open connections (HTTP, WebSocket and event streams).")
-        text.sample("reactor_http_connections_open", http?.connectionCount ?? 0)
+        text.sample("reactor_http_connections_open", http.connectionCount)
         text.family("reactor_http_connections_accepted_total", .counter, help: "Connections accepted.")
         text.sample("reactor_http_connections_accepted_total", metrics.connectionsAccepted)
         text.family("reactor_http_connections_refused_total", .counter, help: "Connections answered and closed at once, by reason.")

@@ -38,8 +38,9 @@ final class StateService<StateType: HostedState> {
         router.add(.get, "/state", scope: .read) { [unowned self] request, _, respond in
             getState(request, respond: respond)
         }
+        let live = HTTPResponse.json(Array(#"{"status":"live"}"#.utf8))
         router.add(.get, "/livez", scope: nil) { _, _, respond in
-            respond(.json(Array(#"{"status":"live"}"#.utf8)))
+            respond(live)
         }
         router.add(.get, "/readyz", scope: nil) { [unowned self] _, _, respond in
             let version = JSON.integer(Int64(pipeline.published.version))

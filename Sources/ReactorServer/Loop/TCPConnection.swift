@@ -18,7 +18,9 @@ public protocol TCPConnectionDelegate: AnyObject {
 public final class TCPConnection {
     let handle: UnsafeMutablePointer<uv_tcp_t>
     let loop: EventLoop
-    public weak var delegate: TCPConnectionDelegate?
+    /// Held strongly until the connection closes, which breaks the cycle. (A weak reference would give
+    /// every delegate a side table, and send each retain and release of it down the slow path.)
+    public var delegate: TCPConnectionDelegate?
     /// Bytes handed to `write` that the kernel has not taken yet.
     public private(set) var queuedBytes = 0
     public private(set) var isClosed = false
@@ -101,7 +103,9 @@ public final class TCPConnection {
         uv_close(handle.handle) { closed in
             let connection = Unmanaged<TCPConnection>.fromOpaque(closed!.pointee.data)
             closed!.deallocate()
-            connection.takeUnretainedValue().delegate?.connectionDidClose(connection.takeUnretainedValue())
+            let tcp = connection.takeUnretainedValue()
+            tcp.delegate?.connectionDidClose(tcp)
+            tcp.delegate = nil
             connection.release()
         }
     }

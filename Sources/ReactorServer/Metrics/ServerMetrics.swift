@@ -4,13 +4,17 @@
 /// (swift-metrics with a Prometheus backend was the other way: its counters take a lock on every
 /// increment, for callers on any thread. Ours are all on one thread, so they need none.)
 public final class ServerMetrics {
-    struct RequestKey: Hashable {
-        let route: String
-        let status: Int
+    /// The routed paths by number, as the router numbered them; requests that matched none are
+    /// counted under "unmatched", after them.
+    var routes: [String] = [] {
+        didSet {
+            requests = Array(repeating: [:], count: routes.count + 1)
+            requestSeconds = Array(repeating: .latency, count: routes.count + 1)
+        }
     }
-
-    private(set) var requests: [RequestKey: UInt64] = [:]
-    private(set) var requestSeconds: [String: Histogram] = [:]
+    /// By route number: answers by status, and durations.
+    private(set) var requests: [[Int: UInt64]] = [[:]]
+    private(set) var requestSeconds: [Histogram] = [.latency]
     private(set) var eventsApplied: [String: UInt64] = [:]
     var eventsUndone: UInt64 = 0
     var rateLimitedEvents: UInt64 = 0
@@ -19,10 +23,15 @@ public final class ServerMetrics {
 
     public init() {}
 
-    func recordRequest(route: String?, status: Int, seconds: Double) {
-        let route = route ?? "unmatched"
-        requests[RequestKey(route: route, status: status), default: 0] += 1
-        requestSeconds[route, default: .latency].observe(seconds)
+    func recordRequest(routeIndex: Int, status: Int, seconds: Double) {
+        let index = routeIndex >= 0 && routeIndex < routes.count ? routeIndex : routes.count
+        requests[index][status, default: 0] += 1
+        requestSeconds[index].observe(seconds)
+    }
+
+    /// The name a route number stands for in the metrics.
+    func routeName(_ index: Int) -> String {
+        index < routes.count ? routes[index] : "unmatched"
     }
 
     func recordEvent(type: String) {

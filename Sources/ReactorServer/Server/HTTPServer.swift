@@ -37,6 +37,7 @@ public final class HTTPServer {
         precondition(loop.isCurrent)
         self.loop = loop
         self.metrics = metrics
+        metrics.routes = router.paths
         connectionRate = configuration.maxConnectionRate.map { TokenBucket(limit: RateLimit(perSecond: $0, burst: 2 * $0), now: uv_hrtime()) }
         self.configuration = configuration
         self.router = router

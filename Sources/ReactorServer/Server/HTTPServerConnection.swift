@@ -4,7 +4,9 @@ import CUV
 /// writes the responses in the order of the requests, however late each is ready (pipelining).
 final class HTTPServerConnection: TCPConnectionDelegate {
     let tcp: TCPConnection
-    private unowned let server: HTTPServer
+    /// unowned(unsafe): the server owns its connections and outlives them; a checked reference
+    /// would cost an atomic increment on every use.
+    private unowned(unsafe) let server: HTTPServer
     private let parser: HTTPRequestParser
 
     /// Responses not yet written, in request order; `nil` while a request is being handled.

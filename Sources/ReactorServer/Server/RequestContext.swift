@@ -9,6 +9,8 @@ public final class RequestContext {
     public var principal: Principal?
     /// The path of the route the request matched, if any (for logs and metrics).
     public internal(set) var route: String?
+    /// The route's number in its router; -1 when the request matched none.
+    var routeIndex = -1
     /// What the matched route needs of the client; nil when anyone may use it.
     public internal(set) var scope: Scope?
     /// Where the request goes after the middleware: the route's responder, or an error answer.

@@ -12,7 +12,7 @@ struct RequestLogger: HTTPMiddleware {
         let logs = logger.logLevel <= .info
         next(request, context) { [logger, metrics] response in
             let nanoseconds = uv_hrtime() - context.receivedAt
-            metrics.recordRequest(route: context.route, status: response.status.code, seconds: Double(nanoseconds) / 1e9)
+            metrics.recordRequest(routeIndex: context.routeIndex, status: response.status.code, seconds: Double(nanoseconds) / 1e9)
             if logs {
                 // Building the metadata costs more than the rest of a small request: only when read.
                 logger.info("request", metadata: [

@@ -7,23 +7,38 @@ public struct Router {
         let endpoint: Endpoint
     }
 
-    private var routes: [String: [Route]] = [:]
+    /// The routes of one path, and the path's number (for metrics kept in arrays, not dictionaries).
+    struct PathRoutes {
+        let path: String
+        let index: Int
+        var routes: [Route]
+    }
+
+    private var routes: [String: PathRoutes] = [:]
+    /// Every routed path, by its number.
+    private(set) var paths: [String] = []
 
     public init() {}
 
     /// Serves `method` on `path` with `responder`; the client needs `scope` (nil: anyone may).
     public mutating func add(_ method: HTTPMethod, _ path: String, scope: Scope?, _ responder: @escaping HTTPResponder) {
-        routes[path, default: []].append(Route(method: method, scope: scope, endpoint: Endpoint(respond: responder)))
+        if routes[path] == nil {
+            routes[path] = PathRoutes(path: path, index: paths.count, routes: [])
+            paths.append(path)
+        }
+        routes[path]!.routes.append(Route(method: method, scope: scope, endpoint: Endpoint(respond: responder)))
     }
 
     /// Fills in the context's route, scope and endpoint for `request`.
     func route(_ request: HTTPRequest, into context: RequestContext) {
         let path = request.path
-        guard let candidates = routes[String(path)] else {
+        guard let entry = routes[String(path)] else {
             context.endpoint = Endpoint(respond: Self.answer(.notFound(path)))
             return
         }
-        context.route = String(path)
+        let candidates = entry.routes
+        context.route = entry.path
+        context.routeIndex = entry.index
         let method = request.method == .head ? HTTPMethod.get : request.method
         if let route = candidates.first(where: { $0.method == method }) {
             context.scope = route.scope

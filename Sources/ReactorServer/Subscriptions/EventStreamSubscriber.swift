@@ -4,7 +4,9 @@ import Logging
 /// as `id:`/`event:`/`data:` records, with heartbeat comments so proxies keep the stream open.
 final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate, UpgradedConnection, SubscriptionSink {
     private let tcp: TCPConnection
-    private unowned let server: HTTPServer
+    /// unowned(unsafe): the server owns its connections and outlives them; a checked reference
+    /// would cost an atomic increment on every use.
+    private unowned(unsafe) let server: HTTPServer
     private let hub: SubscriptionHub<StateType>
     private let selection: SubscriptionSelection
     private let configuration: ServerConfiguration

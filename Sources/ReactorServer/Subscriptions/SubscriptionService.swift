@@ -11,7 +11,9 @@ final class SubscriptionService<StateType: HostedState> {
     private let configuration: ServerConfiguration
     private let logger: Logger
     /// Set once the HTTP server exists (it is built from the routes registered here).
-    weak var http: HTTPServer?
+    /// unowned(unsafe): the StateServer owns both and they live as long as each other; a weak
+    /// reference would give the server a side table and slow every retain and release of it.
+    unowned(unsafe) var http: HTTPServer!
 
     static var subprotocol: String { "reactor.v1" }
 

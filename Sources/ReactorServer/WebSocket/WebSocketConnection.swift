@@ -19,7 +19,9 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
     let tcp: TCPConnection
     /// Held until the connection closes (nothing else need own an echo handler).
     var handler: WebSocketMessageHandler?
-    private unowned let server: HTTPServer
+    /// unowned(unsafe): the server owns its connections and outlives them; a checked reference
+    /// would cost an atomic increment on every use.
+    private unowned(unsafe) let server: HTTPServer
     private var decoder: WebSocketFrameDecoder
     private let timing: Timing
     private var lastHeard: UInt64

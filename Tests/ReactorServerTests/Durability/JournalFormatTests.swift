@@ -76,6 +76,31 @@ final class JournalFormatTests: XCTestCase {
         XCTAssertEqual(tornAt, offsets[2])
     }
 
+    /// A damaged length that points past the end of the file is damage, not a torn tail, when sound
+    /// records follow it: cutting there would drop acknowledged events.
+    func testADamagedLengthWithRecordsAfterItIsDamage() {
+        var bytes = JournalFormat.header(.segment, version: 1)
+        var offsets: [Int] = []
+        for version in 1...5 {
+            offsets.append(bytes.count)
+            JournalFormat.append(LogRecord(version: UInt64(version), payload: Array("{\"v\":\(version)}".utf8)), to: &bytes)
+        }
+        for byte in 0..<4 {
+            var damaged = bytes
+            damaged[offsets[1] + byte] ^= 0x40
+            var scanner = JournalScanner(bytes: damaged)
+            _ = scanner.next()
+            guard case .damaged(let offset, _) = scanner.next() else { return XCTFail("length byte \(byte): damage, not a tear") }
+            XCTAssertEqual(offset, offsets[1])
+        }
+        var lastDamaged = bytes
+        lastDamaged[offsets[4] + 3] ^= 0x40
+        var scanner = JournalScanner(bytes: lastDamaged)
+        for _ in 0..<4 { _ = scanner.next() }
+        guard case .torn(let offset, _) = scanner.next() else { return XCTFail("the last record's bad length is a tear") }
+        XCTAssertEqual(offset, offsets[4])
+    }
+
     func testZerosAfterTheLastRecordAreATornTail() {
         var bytes = JournalFormat.header(.segment, version: 1)
         JournalFormat.append(LogRecord(version: 1, payload: [0x7B, 0x7D]), to: &bytes)

@@ -1,0 +1,193 @@
+"""Crash safety: reactord killed with SIGKILL at random moments while clients fire events, again and
+again on one data directory. After every restart, every acknowledged event is in the state exactly
+once, nothing appears twice, nothing appears that no client sent, and the versions in /history are
+contiguous from 1 to the current one.
+
+An event that was sent but not answered when the server died may or may not be there (it can have
+been journaled with its answer lost in the kill), but at most once.
+"""
+
+from __future__ import annotations
+
+import collections
+import http.client
+import json
+import random
+import threading
+import time
+
+import pytest
+
+from conftest import HOST, request
+from journal import all_history, fire, readyz, state_and_version
+
+ROUNDS = 20
+CLIENTS = 4
+# The fsync mode of each round, in turn: SIGKILL loses nothing the process wrote, whatever the mode.
+FSYNC_MODES = ["batch", "always", "never"]
+
+
+class Client(threading.Thread):
+    """Fires `append` events with unique ids on one keep-alive connection until told to stop or the
+    connection breaks (the server was killed). Each event is sent after the previous one's answer,
+    so at most one is in flight."""
+
+    def __init__(self, port: int, round_number: int, number: int, stop: threading.Event):
+        super().__init__(daemon=True)
+        self.port = port
+        self.prefix = f"r{round_number}-c{number}-"
+        self.stop = stop
+        self.sent: list[str] = []
+        self.acked: list[str] = []
+        self.versions: list[int] = []
+        self.refused: list[tuple[str, int, bytes]] = []
+
+    def run(self) -> None:
+        connection = http.client.HTTPConnection(HOST, self.port, timeout=5)
+        try:
+            while not self.stop.is_set():
+                event_id = f"{self.prefix}{len(self.sent)}"
+                body = json.dumps({"type": "append", "path": "/log", "value": event_id})
+                self.sent.append(event_id)
+                connection.request("POST", "/events", body=body, headers={"Content-Type": "application/json"})
+                answer = connection.getresponse()
+                data = answer.read()
+                if 200 <= answer.status < 300:
+                    self.acked.append(event_id)
+                    self.versions.append(json.loads(data)["version"])
+                else:
+                    self.refused.append((event_id, answer.status, data[:300]))
+                    return
+        except (OSError, http.client.HTTPException):
+            return  # the server is gone
+        finally:
+            connection.close()
+
+
+def check_directory_state(
+    server, acked: set[str], sent: set[str], per_client: list[list[str]], acked_per_client: list[list[str]], history_from: int | None = 0
+) -> tuple[int, list[str]]:
+    """Checks the recovered state against what the clients saw; (the version, the log).
+
+    The journal is read back from `history_from` (the oldest snapshot's version when snapshots trim
+    it; None: from where the server says it starts)."""
+    state, version = state_and_version(server)
+    log = state.get("log", [])
+    assert len(log) == version, f"{len(log)} events in the log at version {version}: every version is one append"
+    duplicates = [item for item, count in collections.Counter(log).items() if count > 1]
+    assert not duplicates, f"events applied twice after recovery: {duplicates[:20]}"
+    missing = acked - set(log)
+    assert not missing, f"{len(missing)} acknowledged events lost: {sorted(missing)[:20]}"
+    invented = set(log) - sent
+    assert not invented, f"events nobody sent: {sorted(invented)[:20]}"
+    # Per connection, what survived is what was acknowledged, plus at most the one event in flight.
+    present = set(log)
+    for sent_ids, acked_ids in zip(per_client, acked_per_client):
+        kept = [event_id for event_id in sent_ids if event_id in present]
+        assert kept[: len(acked_ids)] == acked_ids, (acked_ids[-3:], kept[-3:])
+        assert len(kept) - len(acked_ids) <= 1, f"more than the one event in flight survived: {kept[len(acked_ids):]}"
+    # The journal holds versions 1..current without a gap, and its events make up the log.
+    if history_from is None:
+        history_from = int(request(server, "GET", f"/history?since={version}").header("Reactor-Oldest-Version"))
+    history = all_history(server, since=history_from, limit=1000)
+    versions = [line["version"] for line in history]
+    assert versions == list(range(history_from + 1, version + 1)), f"versions are not {history_from + 1}..{version}: {len(versions)} lines"
+    assert [line["event"]["value"] for line in history] == log[history_from:]
+    assert readyz(server) == (200, {"status": "ready", "version": version})
+    return version, log
+
+
+@pytest.mark.time_limit(90)
+def test_acknowledged_events_survive_repeated_sigkill(reactord, tmp_path, record_property, capsys):
+    data_dir = tmp_path / "data"
+    rng = random.Random(5)
+    flags = ("--data-dir", str(data_dir), "--segment-bytes", "65536", "--log-level", "notice")
+    acked: set[str] = set()
+    sent: set[str] = set()
+    per_client: list[list[str]] = []
+    acked_per_client: list[list[str]] = []
+    last_version = 0
+    kills_with_events = 0
+    started = time.monotonic()
+    for round_number in range(ROUNDS + 1):
+        fsync = FSYNC_MODES[round_number % len(FSYNC_MODES)]
+        server = reactord(*flags, "--fsync", fsync)
+        version, log = check_directory_state(server, acked, sent, per_client, acked_per_client)
+        assert version >= last_version, f"the version went back from {last_version} to {version}"
+        if round_number == ROUNDS:
+            assert fire(server, {"type": "append", "path": "/log", "value": "last"}) == version + 1
+            break
+        stop = threading.Event()
+        clients = [Client(server.port, round_number, number, stop) for number in range(CLIENTS)]
+        for client in clients:
+            client.start()
+        time.sleep(rng.uniform(0.05, 0.4))
+        server.kill()
+        stop.set()
+        for client in clients:
+            client.join(10)
+            assert not client.is_alive(), "a client thread did not finish"
+        round_acked = 0
+        for client in clients:
+            assert not client.refused, f"events refused while the server ran: {client.refused[:3]}"
+            assert client.versions == sorted(client.versions) and len(set(client.versions)) == len(client.versions)
+            acked.update(client.acked)
+            sent.update(client.sent)
+            per_client.append(client.sent)
+            acked_per_client.append(client.acked)
+            round_acked += len(client.acked)
+            if client.versions:
+                last_version = max(last_version, client.versions[-1])
+        kills_with_events += round_acked > 0
+    elapsed = time.monotonic() - started
+    summary = (
+        f"crash test: {len(acked)} acknowledged events checked after {ROUNDS} SIGKILLs "
+        f"({len(sent) - len(acked)} sent but unanswered), {elapsed:.1f} s"
+    )
+    record_property("acknowledged_events_checked", len(acked))
+    with capsys.disabled():
+        print(f"\n{summary}")
+    assert kills_with_events >= ROUNDS // 2, f"too few rounds fired anything before the kill: {summary}"
+    assert len(acked) >= 200, f"too few events to say much: {summary}"
+
+
+@pytest.mark.time_limit(60)
+def test_sigkill_during_snapshots_and_segment_rolls(reactord, tmp_path, capsys):
+    """The same, with a snapshot every 100 events and 4 KiB segments: kills land while snapshots are
+    written and segments removed or started."""
+    data_dir = tmp_path / "data"
+    rng = random.Random(11)
+    flags = ("--data-dir", str(data_dir), "--segment-bytes", "4096", "--snapshot-events", "100", "--log-level", "notice")
+    acked: set[str] = set()
+    sent: set[str] = set()
+    per_client: list[list[str]] = []
+    acked_per_client: list[list[str]] = []
+    last_version = 0
+    rounds = 10
+    for round_number in range(rounds + 1):
+        server = reactord(*flags)
+        version, _ = check_directory_state(server, acked, sent, per_client, acked_per_client, history_from=None)
+        assert version >= last_version
+        if round_number == rounds:
+            break
+        stop = threading.Event()
+        clients = [Client(server.port, round_number, number, stop) for number in range(CLIENTS)]
+        for client in clients:
+            client.start()
+        time.sleep(rng.uniform(0.05, 0.4))
+        server.kill()
+        stop.set()
+        for client in clients:
+            client.join(10)
+            assert not client.is_alive() and not client.refused, client.refused[:3]
+            acked.update(client.acked)
+            sent.update(client.sent)
+            per_client.append(client.sent)
+            acked_per_client.append(client.acked)
+            if client.versions:
+                last_version = max(last_version, client.versions[-1])
+    snapshots = sorted((data_dir / "snapshots").glob("*.snapshot"))
+    assert len(snapshots) == 1 and int(snapshots[0].stem) > 0, snapshots
+    with capsys.disabled():
+        print(f"\ncrash test with snapshots: {len(acked)} acknowledged events checked after {rounds} SIGKILLs")
+    assert len(acked) >= 200
