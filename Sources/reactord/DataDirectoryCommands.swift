@@ -16,7 +16,7 @@ struct Check: ParsableCommand {
         let report: JournalRecovery.Report
         do {
             report = try Storage.check(DataDirectory(path: dataDir), as: JSONDocument.self)
-        } catch let error as EventLogError {
+        } catch {
             let verdict = error.kind == .damaged ? "is damaged" : "cannot be checked"
             FileHandle.standardError.write(Data("reactord check: \(dataDir) \(verdict): \(error)\n".utf8))
             throw ExitCode(1)

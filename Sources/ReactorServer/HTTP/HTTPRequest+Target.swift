@@ -7,7 +7,8 @@ extension HTTPRequest {
         var path = target[...]
         // Scanning UTF-8 bytes, not Characters: the target is ASCII, and grapheme breaking is slow.
         if let query = target.utf8.firstIndex(of: UInt8(ascii: "?")) { path = target[..<query] }
-        guard !path.hasPrefix("/"), let schemeEnd = path.firstRange(of: "://") else { return path }
+        // Bytes, not `hasPrefix`: String comparison is Unicode-aware, and this runs for every request.
+        guard path.utf8.first != UInt8(ascii: "/"), let schemeEnd = path.firstRange(of: "://") else { return path }
         let authority = path[schemeEnd.upperBound...]
         guard let slash = authority.firstIndex(of: "/") else { return "/" }
         return authority[slash...]

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Routes a request by its exact path, then by method: 404 for an unknown path, 405 with `Allow`
 /// for a method the path does not take. HEAD goes wherever GET does; OPTIONS lists the methods.
 public struct Router {
@@ -14,25 +16,39 @@ public struct Router {
         var routes: [Route]
     }
 
-    private var routes: [String: PathRoutes] = [:]
+    /// By number. A server has a dozen paths or so: comparing their bytes beats hashing the request's.
+    private var routes: [PathRoutes] = []
+    private var pathBytes: [[UInt8]] = []
     /// Every routed path, by its number.
-    private(set) var paths: [String] = []
+    var paths: [String] { routes.map(\.path) }
 
     public init() {}
 
     /// Serves `method` on `path` with `responder`; the client needs `scope` (nil: anyone may).
     public mutating func add(_ method: HTTPMethod, _ path: String, scope: Scope?, _ responder: @escaping HTTPResponder) {
-        if routes[path] == nil {
-            routes[path] = PathRoutes(path: path, index: paths.count, routes: [])
-            paths.append(path)
+        let route = Route(method: method, scope: scope, endpoint: Endpoint(respond: responder))
+        if let index = routes.firstIndex(where: { $0.path == path }) {
+            routes[index].routes.append(route)
+        } else {
+            routes.append(PathRoutes(path: path, index: routes.count, routes: [route]))
+            pathBytes.append(Array(path.utf8))
         }
-        routes[path]!.routes.append(Route(method: method, scope: scope, endpoint: Endpoint(respond: responder)))
+    }
+
+    private func entry(for path: Substring) -> PathRoutes? {
+        var path = path
+        let index = path.withUTF8 { wanted in
+            pathBytes.firstIndex { bytes in
+                bytes.count == wanted.count && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, wanted.baseAddress!, wanted.count) == 0 }
+            }
+        }
+        return index.map { routes[$0] }
     }
 
     /// Fills in the context's route, scope and endpoint for `request`.
     func route(_ request: HTTPRequest, into context: RequestContext) {
         let path = request.path
-        guard let entry = routes[String(path)] else {
+        guard !path.isEmpty, let entry = entry(for: path) else {
             context.endpoint = Endpoint(respond: Self.answer(.notFound(path)))
             return
         }
