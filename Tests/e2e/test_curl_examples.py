@@ -13,6 +13,7 @@ from conftest import CURL_EXAMPLES, get_state, post_events, request
 SCRIPTS = [
     "health.sh", "fire-event.sh", "fire-batch.sh", "fire-prune.sh", "read-state.sh", "read-path.sh",
     "conditional-get.sh", "idempotent-retry.sh", "optimistic-update.sh", "with-token.sh",
+    "history.sh", "time-travel.sh", "stream.sh",
 ]
 TOKEN = "ex4mple-s3cret"
 
@@ -145,3 +146,47 @@ def test_optimistic_update_retries_after_a_conflict(server, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["/counter: 10 changed meanwhile (409), retrying", '/counter: 11 -> 12 {"version":3}']
     assert get_state(server) == {"counter": 12}
+
+
+@pytest.fixture
+def journaled(reactord, tmp_path):
+    return reactord("--data-dir", str(tmp_path / "data"))
+
+
+def test_history_lists_events_after_a_version(journaled):
+    for value in ("a", "b", "c"):
+        post_events(journaled, {"type": "append", "path": "/log", "value": value} if value != "a" else {"type": "set", "path": "/log", "value": ["a"]})
+    events = [json.loads(line) for line in lines(run("history.sh", server=journaled))]
+    assert [event["version"] for event in events] == [1, 2, 3]
+    assert events[1]["event"] == {"type": "append", "path": "/log", "value": "b"}
+    assert [json.loads(line)["version"] for line in lines(run("history.sh", "1", "1", server=journaled))] == [2]
+
+
+def test_time_travel_reads_a_past_state_and_explains_a_future_one(journaled):
+    for _ in range(3):
+        post_events(journaled, {"type": "increment", "path": "/counter"})
+    assert lines(run("time-travel.sh", "2", server=journaled)) == ['{"counter":2}']
+    assert lines(run("time-travel.sh", "1", "/counter", server=journaled)) == ["1"]
+    future = run("time-travel.sh", "9", server=journaled, check=False)
+    assert future.returncode != 0
+    assert json.loads(future.stdout)["type"] == "/problems/version-not-found"
+
+
+def test_stream_prints_a_snapshot_then_patches(server):
+    post_events(server, {"type": "set", "path": "/counter", "value": 1})
+    stream = subprocess.Popen([str(CURL_EXAMPLES / "stream.sh"), "", "3"], stdout=subprocess.PIPE, text=True,
+                              env={**{k: v for k, v in os.environ.items() if not k.startswith("REACTORD_")}, "REACTORD_URL": server.base_url})
+    try:
+        first = stream.stdout.readline()
+        while not first.startswith("data:"):
+            first = stream.stdout.readline()
+        assert json.loads(first[5:]) == {"type": "snapshot", "version": 1, "state": {"counter": 1}}
+        post_events(server, {"type": "increment", "path": "/counter"})
+        line = stream.stdout.readline()
+        while not line.startswith("data:"):
+            line = stream.stdout.readline()
+        assert json.loads(line[5:]) == {"type": "patch", "version": 2, "ops": [{"op": "replace", "path": "/counter", "value": 2}]}
+        assert stream.wait(10) == 0, "a stream bounded by its seconds ends with status 0"
+    finally:
+        stream.kill()
+        stream.wait(5)
