@@ -50,6 +50,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     private var bytesSinceSnapshot = 0
     private var snapshotting = false
     private var endOfIteration: PrepareWatcher?
+    /// Called once nothing is pending or being appended (shutdown waits for it).
+    private var whenIdle: (() -> Void)?
 
     init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, loop: EventLoop, options: Options,
          metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
@@ -80,6 +82,20 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     }
 
     var isHealthy: Bool { failure == nil }
+
+    /// Calls `done` once every event applied so far is journaled (or refused): at shutdown, before
+    /// the log is closed.
+    func drain(_ done: @escaping () -> Void) {
+        whenIdle = done
+        flush()
+        signalIdleIfDrained()
+    }
+
+    private func signalIdleIfDrained() {
+        guard !appending, pending.isEmpty, let whenIdle else { return }
+        self.whenIdle = nil
+        whenIdle()
+    }
 
     // MARK: Middleware
 
@@ -116,6 +132,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                 commit(batch, bytes: records.reduce(0) { $0 + $1.payload.count })
             case .failure(let error):
                 fail(error)
+            }
+            if whenIdle != nil {
+                flush()
+                signalIdleIfDrained()
             }
         }
     }

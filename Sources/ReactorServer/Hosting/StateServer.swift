@@ -68,12 +68,12 @@ public final class StateServer<StateType: HostedState> {
         try http.start()
     }
 
-    /// Stops accepting, answers what is in flight (its events journaled first), closes the log, and
-    /// then calls `completion`.
+    /// Stops accepting, answers what is in flight (its events journaled first), journals whatever
+    /// else was applied, closes the log (fsync), and then calls `completion`.
     public func shutdown(completion: @escaping () -> Void) {
         http.shutdown { [pipeline] in
             guard let log = pipeline.log else { return completion() }
-            log.close(completion: completion)
+            pipeline.drain { log.close(completion: completion) }
         }
     }
 }

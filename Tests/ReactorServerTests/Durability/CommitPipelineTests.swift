@@ -153,6 +153,21 @@ final class CommitPipelineTests: XCTestCase {
         close(reopened)
     }
 
+    /// At shutdown, events applied but not yet journaled (fired without waiting) are journaled
+    /// before the log closes.
+    func testDrainJournalsWhatWasAppliedBeforeTheLogCloses() throws {
+        let harness = try open()
+        let drained: UInt64 = onLoop { finish in
+            for _ in 0..<25 { harness.core.fire(event: Self.increment) }
+            harness.pipeline.drain { finish(harness.log.lastVersion) }
+        }
+        XCTAssertEqual(drained, 25)
+        close(harness)
+        let reopened = try open()
+        XCTAssertEqual(published(reopened).n, 25)
+        close(reopened)
+    }
+
     func testEveryFsyncPolicyKeepsWhatItAcknowledged() throws {
         for policy in FsyncPolicy.allCases {
             try? FileManager.default.removeItem(atPath: root)
