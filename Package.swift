@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Reactor", targets: ["Reactor"]),
         .library(name: "ReactorJSON", targets: ["ReactorJSON"]),
         .library(name: "ReactorServer", targets: ["ReactorServer"]),
+        .library(name: "ReactorClient", targets: ["ReactorClient"]),
         .executable(name: "reactord", targets: ["reactord"]),
     ],
     dependencies: [
@@ -78,6 +79,9 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "ReactorJSONTests", dependencies: ["ReactorJSON", "TestSupport"]),
         .testTarget(name: "ReactorServerTests", dependencies: ["ReactorServer", "ReactorJSON", "Reactor", "TestSupport"]),
+        // The Swift client: a Core mirrored from a reactord, on Foundation's URLSession (no libuv, so Apple platforms too).
+        .target(name: "ReactorClient", dependencies: ["Reactor", "ReactorJSON"]),
+        .testTarget(name: "ReactorClientTests", dependencies: ["ReactorClient"]),
     ],
     swiftLanguageModes: [.v6]
 )

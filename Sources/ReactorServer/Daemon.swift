@@ -16,6 +16,13 @@ public final class Daemon {
     /// Runs the loop until SIGINT or SIGTERM. The first signal calls `stop`, which calls its
     /// completion once everything in flight is done; a second signal exits at once.
     public func run(stop: @escaping (_ completion: @escaping () -> Void) -> Void) throws {
+        // A process inherits its parent thread's blocked signals; started with SIGTERM blocked (from a
+        // Dispatch worker, say), reactord would never hear it.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
         var stopping = false
         let watcher = try SignalWatcher(loop: loop, signals: [SIGINT, SIGTERM]) { [loop, logger] signal in
             let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
