@@ -24,6 +24,9 @@ apt_install() {
 apt_install pkg-config libuv1-dev libssl-dev curl
 command -v python3 >/dev/null || apt_install python3
 command -v node >/dev/null || apt_install nodejs
+# The dashboard's browser tests (Tests/e2e/test_dashboard.py): headless Chromium and its WebDriver,
+# from Debian, so that Selenium never downloads a browser or a driver.
+apt_install chromium chromium-driver
 
 # llhttp: the distribution's package where it has one; otherwise build the C sources
 # that Debian's node-llhttp ships into $PREFIX, under the names upstream's install uses.
@@ -65,13 +68,14 @@ for pc in libuv libllhttp libcrypto; do
 done
 command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.0 or newer is needed)" >&2; exit 1; }
 
-# The end-to-end tests (Tests/e2e) need pytest and websockets (12.0 or newer, for its sync client);
-# the rest is Python's standard library.
+# The end-to-end tests (Tests/e2e) need pytest and websockets (12.0 or newer, for its sync client),
+# and for the API contract (test_openapi.py) schemathesis and openapi-spec-validator; the rest is
+# Python's standard library.
 root=$(cd "$(dirname "$0")/.." && pwd)
-if ! python3 -c 'import pytest, websockets.sync.client, websockets.asyncio.client' >/dev/null 2>&1; then
+if ! python3 -c 'import pytest, selenium, websockets.sync.client, websockets.asyncio.client, schemathesis, openapi_spec_validator' >/dev/null 2>&1; then
     echo "setup: installing the Python test requirements"
     # Debian's own Python refuses pip installs (PEP 668): its python3-pytest and python3-websockets
     # packages serve then (Debian 13's websockets is new enough; Debian 12's is not).
     python3 -m pip install -q -r "$root/Tests/e2e/requirements.txt" 2>/dev/null \
-        || apt_install python3-pytest python3-websockets
+        || apt_install python3-pytest python3-websockets python3-selenium
 fi

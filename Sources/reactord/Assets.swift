@@ -47,8 +47,12 @@ enum Assets {
             switch node.tag {
             case Tag(.null): return .null
             case Tag(.bool): return .bool(node.bool ?? false)
-            case Tag(.int): return node.int.map { .integer(Int64($0)) } ?? .string(scalar.string)
-            case Tag(.float): return node.float.map { .number($0) } ?? .string(scalar.string)
+            case Tag(.int):
+                guard let value = node.int else { throw AssetError("docs/openapi.yaml: \(scalar.string) does not fit a 64-bit integer") }
+                return .integer(Int64(value))
+            case Tag(.float):
+                guard let value = node.float else { throw AssetError("docs/openapi.yaml: \(scalar.string) is not a number JSON can carry") }
+                return .number(value)
             default: return .string(scalar.string)
             }
         case .mapping(let mapping):

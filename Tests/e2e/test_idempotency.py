@@ -100,3 +100,17 @@ def test_idempotent_retry_with_curl(server):
     assert first.header("Idempotent-Replayed") is None
     assert second.header("Idempotent-Replayed") == "true"
     assert get_state(server) == {"n": 1}
+
+
+def test_a_request_refused_before_it_ran_does_not_use_up_its_key(server):
+    """A 415 (or 400) is not remembered: the client fixes the request and retries with the same key."""
+    key = {"Idempotency-Key": "fix-and-retry"}
+    event = json.dumps({"type": "increment", "path": "/fixed"})
+    refused = request(server, "POST", "/events", body=event, headers={**key, "Content-Type": "text/plain"})
+    assert_problem(refused, 415, "unsupported-media-type")
+    fixed = request(server, "POST", "/events", body=event, headers={**key, "Content-Type": "application/json"})
+    assert fixed.status == 200, fixed
+    assert fixed.header("Idempotent-Replayed") is None
+    replay = request(server, "POST", "/events", body=event, headers={**key, "Content-Type": "application/json"})
+    assert replay.status == 200 and replay.header("Idempotent-Replayed") == "true", replay
+    assert get_state(server)["fixed"] == 1

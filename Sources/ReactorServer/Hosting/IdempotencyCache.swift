@@ -59,7 +59,12 @@ final class IdempotencyCache {
     /// Records the answer. Server errors are forgotten instead, so a retry tries again.
     func finish(_ key: String, fingerprint: Int, response: HTTPResponse) {
         guard case .inFlight? = entries[key] else { return }
-        entries[key] = response.status.code >= 500 ? nil : .done(fingerprint: fingerprint, response: response)
+        // Answers to requests refused before they were carried out (malformed, wrong media type,
+        // too large, over a rate limit) and server errors are not kept: fixed or later, the same
+        // key may go through. Only the outcome of applying the events is remembered.
+        let status = response.status.code
+        let refusedBeforehand = [400, 413, 415, 429].contains(status)
+        entries[key] = status >= 500 || refusedBeforehand ? nil : .done(fingerprint: fingerprint, response: response)
     }
 
     private func expire(now: UInt64) {

@@ -135,7 +135,8 @@ final class StateService<StateType: HostedState> {
             switch result {
             case .success(let outcome):
                 var rejected = undecodable
-                rejected += outcome.rejected.map { ($0.index, Self.problem(for: $0.error, index: positions[$0.index])) }
+                // Positions in the posted array: `outcome` counts only the events that decoded.
+                rejected += outcome.rejected.map { (positions[$0.index], Self.problem(for: $0.error, index: positions[$0.index])) }
                 rejected.sort { $0.index < $1.index }
                 var members: JSON.Object = ["version": .integer(Int64(outcome.version)), "applied": .integer(Int64(outcome.applied))]
                 if mode == .prune {

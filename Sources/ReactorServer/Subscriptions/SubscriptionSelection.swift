@@ -28,8 +28,9 @@ struct SubscriptionSelection: Hashable {
         }
         var since: UInt64?
         if let text = request.queryValue("since") ?? lastEventID {
-            guard let version = UInt64(text) else {
-                return .failure(.invalidParameter("since", "since must be a version number, not \"\(text)\""))
+            // Versions are written as JSON integers (Int64) everywhere; a larger one cannot exist.
+            guard let version = UInt64(text), version <= UInt64(Int64.max) else {
+                return .failure(.invalidParameter("since", "since must be a version number from 0 to \(Int64.max), not \"\(text)\""))
             }
             since = version
         }

@@ -82,7 +82,7 @@ final class SubscriptionService<StateType: HostedState> {
         guard request.headers.contains("Upgrade") else {
             return Problem(status: .upgradeRequired, kind: "websocket-required", title: "WebSocket required",
                            detail: "\(request.path) speaks WebSocket: open it with a WebSocket client (Upgrade: websocket)",
-                           headers: [("Upgrade", "websocket"), ("Sec-WebSocket-Version", WebSocketHandshake.version)]).response
+                           headers: [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", WebSocketHandshake.version)]).response
         }
         let policy = WebSocketHandshakePolicy(subprotocols: subprotocols, allowedOrigins: configuration.webSocketOrigins, allowsMissingOrigin: true)
         let version = request.version == .http1_1 ? "HTTP/1.1" : "HTTP/1.0"
@@ -102,6 +102,11 @@ final class SubscriptionService<StateType: HostedState> {
     }
 
     private func stream(_ request: HTTPRequest) -> HTTPResponse {
+        // HEAD gets the head a GET would, and no stream (RFC 9110 §9.3.2).
+        if request.method == .head {
+            if case .failure(let problem) = SubscriptionSelection.parse(request, lastEventID: request.headers["Last-Event-ID"]) { return problem.response }
+            return HTTPResponse(status: .ok, contentType: .eventStream, headers: [("Cache-Control", "no-cache")])
+        }
         let selection: SubscriptionSelection
         let since: UInt64?
         switch SubscriptionSelection.parse(request, lastEventID: request.headers["Last-Event-ID"]) {

@@ -72,7 +72,7 @@ public enum WebSocketHandshakeFailure: Error, Hashable, Sendable {
     /// `upgrade` in `Connection` (RFC 9110 §7.8).
     public var responseHeaders: [(name: String, value: String)] {
         switch self {
-        case .unsupportedVersion: [("Sec-WebSocket-Version", WebSocketHandshake.version), ("Upgrade", "websocket")]
+        case .unsupportedVersion: [("Sec-WebSocket-Version", WebSocketHandshake.version), ("Upgrade", "websocket"), ("Connection", "Upgrade")]
         case .badRequest, .forbiddenOrigin: []
         }
     }
