@@ -27,6 +27,10 @@ command -v node >/dev/null || apt_install nodejs
 # The dashboard's browser tests (Tests/e2e/test_dashboard.py): headless Chromium and its WebDriver,
 # from Debian, so that Selenium never downloads a browser or a driver.
 apt_install chromium chromium-driver
+# The operations tests: nginx as a TLS reverse proxy (openssl makes its certificate), and
+# systemd-analyze to verify the unit in deploy/.
+apt_install nginx-light openssl
+command -v systemd-analyze >/dev/null || apt_install systemd
 
 # llhttp: the distribution's package where it has one; otherwise build the C sources
 # that Debian's node-llhttp ships into $PREFIX, under the names upstream's install uses.
@@ -72,7 +76,7 @@ command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.0 or
 # and for the API contract (test_openapi.py) schemathesis and openapi-spec-validator; the rest is
 # Python's standard library.
 root=$(cd "$(dirname "$0")/.." && pwd)
-if ! python3 -c 'import pytest, selenium, websockets.sync.client, websockets.asyncio.client, schemathesis, openapi_spec_validator' >/dev/null 2>&1; then
+if ! python3 -c 'import pytest, selenium, websockets.sync.client, websockets.asyncio.client, schemathesis, openapi_spec_validator, prometheus_client' >/dev/null 2>&1; then
     echo "setup: installing the Python test requirements"
     # Debian's own Python refuses pip installs (PEP 668): its python3-pytest and python3-websockets
     # packages serve then (Debian 13's websockets is new enough; Debian 12's is not).

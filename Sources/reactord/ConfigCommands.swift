@@ -22,7 +22,13 @@ struct Config: ParsableCommand {
 
         func run() throws {
             do {
-                let (settings, unknownKeys) = try Settings.file(file)
+                var (settings, unknownKeys) = try Settings.file(file)
+                // Tokens often come from the environment (REACTORD_TOKENS in an env file), so a file
+                // without them for a public address is a warning here, not an error.
+                if (settings.tokens ?? []).isEmpty, let host = settings.host, !Settings.isLoopback(host == "localhost" ? "127.0.0.1" : host), settings.insecure != true {
+                    FileHandle.standardError.write(Data("warning: \(file): serves \(host) but names no tokens: reactord will refuse to start unless tokens come from REACTORD_TOKENS or --token (or insecure is true)\n".utf8))
+                    settings.insecure = true
+                }
                 _ = try settings.serverConfiguration()
                 _ = try settings.storage()
                 for key in unknownKeys.sorted() {

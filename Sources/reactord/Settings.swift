@@ -135,8 +135,9 @@ struct Settings {
     }
 
     /// The journal's settings, checked; nil options when there is no data directory.
+    /// The journal's settings are checked even without a data directory: a config file is checked
+    /// alone, and the data directory may come from a flag.
     func storage() throws(ConfigurationError) -> (directory: String, log: FileEventLog.Options, storage: StorageConfiguration)? {
-        guard let dataDir, !dataDir.isEmpty else { return nil }
         var log = FileEventLog.Options()
         var storage = StorageConfiguration()
         if let fsync { log.fsync = fsync }
@@ -152,6 +153,7 @@ struct Settings {
             guard snapshotBytes > 0 else { throw ConfigurationError("snapshot-bytes must be positive") }
             storage.snapshotBytes = snapshotBytes
         }
+        guard let dataDir, !dataDir.isEmpty else { return nil }
         return (dataDir, log, storage)
     }
 

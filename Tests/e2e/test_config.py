@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from conftest import assert_problem, free_port, post_events, raw, request, run_reactord
+from prometheus import scrape
 
 
 def write_config(tmp_path, settings: dict, name: str = "reactord.json") -> str:
@@ -198,3 +200,105 @@ def test_port_in_use_is_refused(server):
     done = run_reactord("--port", str(server.port))
     assert done.returncode != 0
     assert str(server.port) in done.stderr, done.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Precedence, setting by setting: each layer gives its own value and the server's behaviour says
+# which one won. A layer that sets only some keys leaves the others to the layer below.
+
+
+LAYERS = ["file", "file+env", "file+env+flags"]
+
+
+def layered(tmp_path, layers: str, file: dict, env: dict, flags: list[str]) -> tuple[list[str], dict]:
+    args = ["--config", write_config(tmp_path, file)]
+    if "flags" in layers:
+        args += flags
+    return args, (env if "env" in layers else {})
+
+
+def events_until_limited(server, headers: dict, most: int = 10) -> int:
+    for passed in range(most):
+        answer = post_events(server, {"type": "increment", "path": "/n"}, headers=headers)
+        if answer.status != 200:
+            assert_problem(answer, 429, "rate-limited")
+            return passed
+    return most
+
+
+@pytest.mark.parametrize("layers, expected", zip(LAYERS, [1, 2, 3]))
+def test_event_rate_precedence(reactord, tmp_path, layers, expected):
+    # The rate comes from the file in every case (0.01/s: no refill during the test); only the
+    # burst is overridden, so the layers merge key by key.
+    args, env = layered(
+        tmp_path, layers,
+        file={"eventRateLimit": 0.01, "eventRateBurst": 1},
+        env={"REACTORD_EVENT_RATE_BURST": "2"},
+        flags=["--event-rate-burst", "3"],
+    )
+    server = reactord(*args, "--token", "a:s3cret:fire", env=env)
+    assert events_until_limited(server, {"Authorization": "Bearer s3cret"}) == expected
+
+
+@pytest.mark.parametrize("layers, expected", zip(LAYERS, [1, 2, 3]))
+def test_connection_rate_precedence(reactord, tmp_path, layers, expected):
+    # Bursts of twice the rate: 0.5 -> 1, 1 -> 2, 1.5 -> 3 connections before a 429.
+    args, env = layered(
+        tmp_path, layers,
+        file={"maxConnectionRate": 0.5},
+        env={"REACTORD_MAX_CONNECTION_RATE": "1"},
+        flags=["--max-connection-rate", "1.5"],
+    )
+    server = reactord(*args, env=env)
+    statuses = [request(server, "GET", "/livez").status for _ in range(6)]
+    assert statuses == [200] * expected + [429] * (6 - expected), statuses
+
+
+@pytest.mark.parametrize("layers, expected", zip(LAYERS, [1, 2, 3]))
+def test_max_connections_precedence(reactord, tmp_path, layers, expected):
+    args, env = layered(
+        tmp_path, layers,
+        file={"maxConnections": 1},
+        env={"REACTORD_MAX_CONNECTIONS": "2"},
+        flags=["--max-connections", "3"],
+    )
+    server = reactord(*args, env=env)
+    held = []
+    try:
+        while len(held) <= 4:
+            conn = raw(server)
+            held.append(conn)
+            conn.send(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = conn.read_response()
+            if answer.status == 503:
+                assert_problem(answer, 503, "too-many-connections")
+                break
+            assert answer.status == 200, answer
+        assert len(held) - 1 == expected
+    finally:
+        for conn in held:
+            conn.close()
+
+
+@pytest.mark.parametrize("layers, expected", zip(LAYERS, [("file", 3), ("env", 4), ("flag", 5)]))
+def test_data_dir_and_snapshot_events_precedence(reactord, tmp_path, layers, expected):
+    # A snapshot every 3, 4 or 5 events: after 5 events there is one, at 3, 4 or 5.
+    args, env = layered(
+        tmp_path, layers,
+        file={"dataDir": str(tmp_path / "file"), "snapshotEvents": 3},
+        env={"REACTORD_DATA_DIR": str(tmp_path / "env"), "REACTORD_SNAPSHOT_EVENTS": "4"},
+        flags=["--data-dir", str(tmp_path / "flag"), "--snapshot-events", "5"],
+    )
+    server = reactord(*args, env=env)
+    directory, newest = expected
+    for _ in range(5):
+        assert post_events(server, {"type": "increment", "path": "/n"}).status == 200
+    deadline = time.monotonic() + 5
+    while scrape(server).value("reactor_snapshot_version") != newest:
+        assert time.monotonic() < deadline, f"no snapshot at {newest}:\n{scrape(server).text}"
+        time.sleep(0.02)
+    assert server.stop() == 0
+    used = [name for name in ("file", "env", "flag") if (tmp_path / name).exists()]
+    assert used == [directory], used
+    snapshots = sorted(path.name for path in (tmp_path / directory / "snapshots").glob("*.snapshot"))
+    assert snapshots[-1] == f"{newest:020d}.snapshot", snapshots

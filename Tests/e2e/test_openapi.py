@@ -35,16 +35,11 @@ import pytest
 from conftest import REPO, RawConnection, Response, http_request, post_events, request
 from subscriptions import RawWebSocket, handshake_request, read_handshake_response, subscribe, next_json
 
-# Installed by scripts/setup.sh from Tests/e2e/requirements.txt. Where pip cannot install them (a
-# distribution's Python under PEP 668), the module is skipped, saying why, rather than breaking the
-# rest of the suite.
-_INSTALL = "python3 -m pip install -r Tests/e2e/requirements.txt"
-jsonschema = pytest.importorskip("jsonschema", reason=f"test_openapi.py needs jsonschema: {_INSTALL}")
-yaml = pytest.importorskip("yaml", reason=f"test_openapi.py needs PyYAML: {_INSTALL}")
-pytest.importorskip("schemathesis", reason=f"test_openapi.py needs schemathesis: {_INSTALL}")
-validate_openapi = pytest.importorskip(
-    "openapi_spec_validator", reason=f"test_openapi.py needs openapi-spec-validator: {_INSTALL}"
-).validate
+# Installed by scripts/setup.sh from Tests/e2e/requirements.txt; a missing one fails the module.
+import jsonschema  # noqa: E402
+import schemathesis  # noqa: E402,F401
+import yaml  # noqa: E402
+from openapi_spec_validator import validate as validate_openapi  # noqa: E402
 
 SPEC_PATH = REPO / "docs" / "openapi.yaml"
 E2E = Path(__file__).resolve().parent

@@ -58,7 +58,8 @@ public final class FileEventLog: EventLog {
         let snapshotFile = directory.snapshotPath(version: report.snapshotVersion)
         let attributes = try? FileManager.default.attributesOfItem(atPath: snapshotFile)
         statistics.snapshotVersion = report.snapshotVersion
-        statistics.snapshotBytes = (attributes?[.size] as? Int) ?? 0
+        // The state's JSON, as for the snapshots written from now on: the file less its headers.
+        statistics.snapshotBytes = max(0, ((attributes?[.size] as? Int) ?? 0) - JournalFormat.headerSize - JournalFormat.recordHeaderSize)
         statistics.snapshotTime = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970
     }
 

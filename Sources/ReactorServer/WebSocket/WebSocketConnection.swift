@@ -26,7 +26,13 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
     private let timing: Timing
     private var lastHeard: UInt64
     private var pingSentAt: UInt64?
-    private(set) var isClosing = false
+    private(set) var isClosing = false {
+        didSet { if isClosing && closingSince == nil { closingSince = server.now } }
+    }
+    /// When the close handshake began: a peer that never reads (so the close frame never drains)
+    /// is cut off `closeGrace` milliseconds later.
+    private var closingSince: UInt64?
+    private static var closeGrace: UInt64 { 2_000 }
 
     init(tcp: TCPConnection, server: HTTPServer, limits: WebSocketLimits, timing: Timing) {
         self.tcp = tcp
@@ -110,7 +116,10 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
     // MARK: UpgradedConnection
 
     func tick(now: UInt64) {
-        guard !isClosing else { return }
+        if let closingSince {
+            if now >= closingSince + Self.closeGrace { tcp.close() }
+            return
+        }
         if let pingSentAt {
             if now >= pingSentAt + timing.pongWithin { tcp.close() }
         } else if now >= lastHeard + timing.pingAfter {
