@@ -12,16 +12,18 @@ import Synchronization
 public final class Core<StateType: State>: @unchecked Sendable {
     public let executor: any CoreExecutor
 
-    // Confined to the executor.
     // Confined to the executor. @usableFromInline so that the hot path below specialises for the
     // caller's state type: unspecialised generic code spends most of its time looking up metadata.
+    // `current` keeps its exclusivity checks: user code (a state's `apply`) runs while it is being
+    // modified. @exclusivity(unchecked) on the rest: only the core's own code touches them, and it
+    // calls out (to middleware, observers, completions) only between accesses, never during one.
     @usableFromInline var current: StateType
-    @usableFromInline var currentVersion: UInt64
-    @usableFromInline var middlewares: [(Registration, any Middleware<StateType>)] = []
-    @usableFromInline var interceptors: [(Registration, any Interceptor<StateType>)] = []
-    @usableFromInline var observers: [Observer] = []
-    @usableFromInline var pending = JobQueue<Job>()
-    @usableFromInline var draining = false
+    @exclusivity(unchecked) @usableFromInline var currentVersion: UInt64
+    @exclusivity(unchecked) @usableFromInline var middlewares: [(Registration, any Middleware<StateType>)] = []
+    @exclusivity(unchecked) @usableFromInline var interceptors: [(Registration, any Interceptor<StateType>)] = []
+    @exclusivity(unchecked) @usableFromInline var observers: [Observer] = []
+    @exclusivity(unchecked) @usableFromInline var pending = JobQueue<Job>()
+    @exclusivity(unchecked) @usableFromInline var draining = false
 
     /// Jobs handed to the executor but not yet run. While any is in transit, jobs fired on the executor
     /// queue up behind them, which keeps one total order across all threads.

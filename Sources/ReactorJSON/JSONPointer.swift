@@ -15,9 +15,20 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses the string form of a pointer ("" or "/" followed by tokens).
     public init(_ string: String) throws(JSONPointerError) {
-        // The common pointer has no escapes: its tokens are the pieces between slashes, as they are.
-        if string.utf8.first == UInt8(ascii: "/") && !string.utf8.contains(UInt8(ascii: "~")) {
-            tokens = string.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst().map { Substring($0).description }
+        // The common pointer has no escapes: its tokens are the bytes between slashes, as they are.
+        var text = string
+        let plain: [String]? = text.withUTF8 { bytes in
+            guard bytes.first == UInt8(ascii: "/"), !bytes.contains(UInt8(ascii: "~")) else { return nil }
+            var tokens: [String] = []
+            var start = 1
+            for index in 1...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                tokens.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+                start = index + 1
+            }
+            return tokens
+        }
+        if let plain {
+            tokens = plain
             return
         }
         var utf8 = Array(string.utf8)

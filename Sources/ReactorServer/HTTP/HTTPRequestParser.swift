@@ -41,7 +41,9 @@ public final class HTTPRequestParser {
     }
 
     public let limits: HTTPLimits
-    public private(set) var state: State = .parsing
+    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
+    // a dynamic exclusivity check on each access costs more than the work it guards here.
+    @exclusivity(unchecked) public private(set) var state: State = .parsing
 
     // Heap-allocated: llhttp keeps pointers to both between calls, and a class's stored
     // properties have no stable address. (Why the callbacks' state is not in this object at
@@ -50,12 +52,12 @@ public final class HTTPRequestParser {
     private let assembly: UnsafeMutablePointer<HTTPRequestAssembly>
 
     private let maxBodyWireBytes: Int
-    private var bodyPending = false
+    @exclusivity(unchecked) private var bodyPending = false
     // After resuming from a pause llhttp may have work left that needs no input (completing a
     // bodiless message, or noting that one ended cleanly), so it runs once more even when the
     // input is used up.
-    private var needsKick = false
-    private var upgradeKeepsAlive = false
+    @exclusivity(unchecked) private var needsKick = false
+    @exclusivity(unchecked) private var upgradeKeepsAlive = false
 
     /// Capacity reserved up front for a body of known length; larger bodies grow as they
     /// arrive, so a client cannot make us hold a megabyte by merely announcing it.
@@ -213,7 +215,7 @@ public final class HTTPRequestParser {
 
     /// The method, target and headers of the request that made the parser fail, when its head was
     /// complete (a body too large, say): the server logs the error answer and adds CORS headers with it.
-    public private(set) var failedRequestHead: HTTPRequest?
+    @exclusivity(unchecked) public private(set) var failedRequestHead: HTTPRequest?
 
     private func fail(_ error: HTTPParseError, _ input: inout UnsafeRawBufferPointer) -> Event {
         state = .failed(error)

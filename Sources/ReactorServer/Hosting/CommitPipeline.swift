@@ -39,19 +39,21 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     private let metrics: ServerMetrics
 
     /// The newest state the log holds: what clients may see.
-    private(set) var published: (version: UInt64, state: StateType)
-    private var observers: [(StateType, UInt64) -> Void] = []
-    private var pending: [Entry] = []
-    private var appending = false
-    private var waiters: Deque<(version: UInt64, resume: (Problem?) -> Void)> = []
+    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only; callbacks run on copies, never during a modification;
+    // a dynamic exclusivity check on each access costs more than the work it guards here.
+    @exclusivity(unchecked) private(set) var published: (version: UInt64, state: StateType)
+    @exclusivity(unchecked) private var observers: [(StateType, UInt64) -> Void] = []
+    @exclusivity(unchecked) private var pending: [Entry] = []
+    @exclusivity(unchecked) private var appending = false
+    @exclusivity(unchecked) private var waiters: Deque<(version: UInt64, resume: (Problem?) -> Void)> = []
     /// The last append's failure, while no later append has succeeded.
-    private(set) var failure: EventLogError?
-    private var eventsSinceSnapshot = 0
-    private var bytesSinceSnapshot = 0
-    private var snapshotting = false
-    private var endOfIteration: PrepareWatcher?
+    @exclusivity(unchecked) private(set) var failure: EventLogError?
+    @exclusivity(unchecked) private var eventsSinceSnapshot = 0
+    @exclusivity(unchecked) private var bytesSinceSnapshot = 0
+    @exclusivity(unchecked) private var snapshotting = false
+    @exclusivity(unchecked) private var endOfIteration: PrepareWatcher?
     /// Called once nothing is pending or being appended (shutdown waits for it).
-    private var whenIdle: (() -> Void)?
+    @exclusivity(unchecked) private var whenIdle: (() -> Void)?
 
     init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, loop: EventLoop, options: Options,
          metrics: ServerMetrics = ServerMetrics(), logger: Logger) {

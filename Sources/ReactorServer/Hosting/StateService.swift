@@ -173,8 +173,10 @@ final class StateService<StateType: HostedState> {
     /// bytes, ignoring ASCII case (this runs for every event posted).
     static func isJSON(_ contentType: ArraySlice<UInt8>?) -> Bool {
         guard let contentType else { return false }
-        var mediaType = contentType.prefix { $0 != UInt8(ascii: ";") }
-        while let last = mediaType.last, last == 32 || last == 9 { mediaType = mediaType.dropLast() }
+        var trimmed = contentType.prefix { $0 != UInt8(ascii: ";") }
+        while let last = trimmed.last, last == 32 || last == 9 { trimmed = trimmed.dropLast() }
+        // A constant: captured by the nested functions below, a `var` would be boxed and checked.
+        let mediaType = trimmed
         func lowered(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte | 0x20 : byte }
         func hasPrefix(_ prefix: StaticString) -> Bool {
             prefix.withUTF8Buffer { wanted in

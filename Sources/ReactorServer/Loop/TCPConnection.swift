@@ -22,9 +22,11 @@ public final class TCPConnection {
     /// every delegate a side table, and send each retain and release of it down the slow path.)
     public var delegate: TCPConnectionDelegate?
     /// Bytes handed to `write` that the kernel has not taken yet.
-    public private(set) var queuedBytes = 0
-    public private(set) var isClosed = false
-    private var isReading = false
+    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
+    // a dynamic exclusivity check on each access costs more than the work it guards here.
+    @exclusivity(unchecked) public private(set) var queuedBytes = 0
+    @exclusivity(unchecked) public private(set) var isClosed = false
+    @exclusivity(unchecked) private var isReading = false
 
     static func makeHandle(loop: EventLoop) -> UnsafeMutablePointer<uv_tcp_t> {
         let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
@@ -133,9 +135,9 @@ public final class TCPConnection {
         }
     }
 
-    private var isLingering = false
-    private var lingerMilliseconds: UInt64 = 0
-    private var lingerTimer: UnsafeMutablePointer<uv_timer_t>?
+    @exclusivity(unchecked) private var isLingering = false
+    @exclusivity(unchecked) private var lingerMilliseconds: UInt64 = 0
+    @exclusivity(unchecked) private var lingerTimer: UnsafeMutablePointer<uv_timer_t>?
 
     private func linger() {
         guard !isClosed else { return }

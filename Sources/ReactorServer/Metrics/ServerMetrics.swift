@@ -13,13 +13,15 @@ public final class ServerMetrics {
         }
     }
     /// By route number: answers by status, and durations.
-    private(set) var requests: [[Int: UInt64]] = [[:]]
-    private(set) var requestSeconds: [Histogram] = [.latency]
-    private(set) var eventsApplied: [String: UInt64] = [:]
-    var eventsUndone: UInt64 = 0
-    var rateLimitedEvents: UInt64 = 0
-    var connectionsAccepted: UInt64 = 0
-    var connectionsRefused: [String: UInt64] = [:]
+    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, by increments that call nothing;
+    // a dynamic exclusivity check on each access costs more than the work it guards here.
+    @exclusivity(unchecked) private(set) var requests: [[Int: UInt64]] = [[:]]
+    @exclusivity(unchecked) private(set) var requestSeconds: [Histogram] = [.latency]
+    @exclusivity(unchecked) private(set) var eventsApplied: [String: UInt64] = [:]
+    @exclusivity(unchecked) var eventsUndone: UInt64 = 0
+    @exclusivity(unchecked) var rateLimitedEvents: UInt64 = 0
+    @exclusivity(unchecked) var connectionsAccepted: UInt64 = 0
+    @exclusivity(unchecked) var connectionsRefused: [String: UInt64] = [:]
 
     public init() {}
 

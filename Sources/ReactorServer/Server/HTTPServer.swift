@@ -11,21 +11,23 @@ public final class HTTPServer {
     let logger: Logger
     private let router: Router
     private let responder: HTTPResponder
-    private var listener: TCPListener?
-    private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
+    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
+    // a dynamic exclusivity check on each access costs more than the work it guards here.
+    @exclusivity(unchecked) private var listener: TCPListener?
+    @exclusivity(unchecked) private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
     /// Connections that speak another protocol now (WebSocket, event streams), by their TCP connection.
-    private var upgraded: [ObjectIdentifier: any UpgradedConnection] = [:]
+    @exclusivity(unchecked) private var upgraded: [ObjectIdentifier: any UpgradedConnection] = [:]
     private let sweepTimer: UnsafeMutablePointer<uv_timer_t>
-    private var encoder = HTTPResponseEncoder()
-    private var date = HTTPDate()
-    private var lastRequestID: UInt64 = 0
-    private var onDrained: (() -> Void)?
+    @exclusivity(unchecked) private var encoder = HTTPResponseEncoder()
+    @exclusivity(unchecked) private var date = HTTPDate()
+    @exclusivity(unchecked) private var lastRequestID: UInt64 = 0
+    @exclusivity(unchecked) private var onDrained: (() -> Void)?
 
     let requestTimeoutMilliseconds: UInt64
     let idleTimeoutMilliseconds: UInt64
     /// The server's counters, for `/metrics`.
     public let metrics: ServerMetrics
-    private var connectionRate: TokenBucket?
+    @exclusivity(unchecked) private var connectionRate: TokenBucket?
 
     /// The port the server listens on (the one the system chose when configured with 0).
     public var port: Int { listener?.port ?? 0 }
@@ -85,7 +87,7 @@ public final class HTTPServer {
         checkDrained()
     }
 
-    private var closeIdleBefore: UInt64?
+    @exclusivity(unchecked) private var closeIdleBefore: UInt64?
 
     /// True once `shutdown` began: connections close as soon as they have answered what they read.
     var isShuttingDown: Bool { onDrained != nil }

@@ -10,22 +10,24 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private let parser: HTTPRequestParser
 
     /// Responses not yet written, in request order; `nil` while a request is being handled.
-    private var slots: [Slot?] = []
-    private var firstSlotSequence: UInt64 = 0
-    private var nextSequence: UInt64 = 0
+    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
+    // a dynamic exclusivity check on each access costs more than the work it guards here.
+    @exclusivity(unchecked) private var slots: [Slot?] = []
+    @exclusivity(unchecked) private var firstSlotSequence: UInt64 = 0
+    @exclusivity(unchecked) private var nextSequence: UInt64 = 0
     /// After this response the connection closes (a request without keep-alive, or an error).
-    private var closeAfter: UInt64?
-    private var isReadingPaused = false
+    @exclusivity(unchecked) private var closeAfter: UInt64?
+    @exclusivity(unchecked) private var isReadingPaused = false
     /// Bytes that followed an upgrade request: they belong to the protocol that takes over.
-    private var upgradeLeftover: [UInt8] = []
+    @exclusivity(unchecked) private var upgradeLeftover: [UInt8] = []
 
     /// Bytes of a request have arrived and it is not complete yet.
-    private(set) var isMidRequest = false
+    @exclusivity(unchecked) private(set) var isMidRequest = false
     /// The last answer is written and the connection is closing (lingering): nothing more to do,
     /// in particular no second timeout answer on a socket already shut down for writing.
-    private(set) var isClosing = false
+    @exclusivity(unchecked) private(set) var isClosing = false
     /// Loop time (ms) by which the current request must be complete, or the idle connection used.
-    var deadline: UInt64
+    @exclusivity(unchecked) var deadline: UInt64
 
     private struct Slot {
         var response: HTTPResponse

@@ -12,18 +12,20 @@ protocol SubscriptionSink: AnyObject {
 /// same bytes then go to every subscriber of that selection. It keeps the recent transitions in a
 /// window so that a subscriber that reconnects with `since=N` catches up without a snapshot.
 final class SubscriptionHub<StateType: HostedState> {
-    private(set) var version: UInt64 = 0
-    private(set) var state: JSON = .null
-    private var hasState = false
-    private var window: TransitionWindow
-    private var groups: [SubscriptionSelection: [ObjectIdentifier: any SubscriptionSink]] = [:]
+    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only; subscribers are called on copies, never during a modification;
+    // a dynamic exclusivity check on each access costs more than the work it guards here.
+    @exclusivity(unchecked) private(set) var version: UInt64 = 0
+    @exclusivity(unchecked) private(set) var state: JSON = .null
+    @exclusivity(unchecked) private var hasState = false
+    @exclusivity(unchecked) private var window: TransitionWindow
+    @exclusivity(unchecked) private var groups: [SubscriptionSelection: [ObjectIdentifier: any SubscriptionSink]] = [:]
     /// Snapshots of the current version by selection: many subscribers arriving together share one.
-    private var snapshots: [SubscriptionSelection: SubscriberMessage] = [:]
+    @exclusivity(unchecked) private var snapshots: [SubscriptionSelection: SubscriberMessage] = [:]
     private let logger: Logger
 
-    private(set) var subscriberCount = 0
+    @exclusivity(unchecked) private(set) var subscriberCount = 0
     /// What was sent, for metrics: messages and their bytes, and what happened to slow subscribers.
-    var counters = Counters()
+    @exclusivity(unchecked) var counters = Counters()
 
     struct Counters {
         var pushes: UInt64 = 0
