@@ -1,5 +1,5 @@
 # Shorthands for the scripts in scripts/, which are what README and CI use.
-.PHONY: setup run test test-tsan bench-core bench-http bench-fanout fuzz autobahn
+.PHONY: setup run test test-tsan bench-core bench-http bench-instructions bench-durability bench-fanout fuzz autobahn
 
 setup:
 	scripts/setup.sh
@@ -21,6 +21,12 @@ bench-fanout:
 
 bench-http:
 	scripts/bench-http.sh
+
+bench-instructions:
+	scripts/bench-instructions.sh
+
+bench-durability:
+	scripts/bench-durability.sh
 
 fuzz:
 	scripts/fuzz.sh
