@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Sets everything up and runs every test. With --tsan, runs the Reactor library's tests and the
-# libuv executor's under ThreadSanitizer instead, in a build folder of their own so that the two
+# Sets everything up and runs every test. With --tsan, runs the Reactor library's tests, the
+# libuv executor's and the commit pipeline's (the journal on libuv's threadpool) under
+# ThreadSanitizer instead, in a build folder of their own so that the two
 # builds do not undo each other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 if [ "${1:-}" = "--tsan" ]; then
-    exec swift test --sanitize=thread --scratch-path .build-tsan --filter "ReactorTests|EventLoopExecutorTests"
+    exec swift test --sanitize=thread --scratch-path .build-tsan --filter "ReactorTests|EventLoopExecutorTests|CommitPipelineTests"
 fi
 swift build --build-tests
 swift test
