@@ -46,7 +46,7 @@ final class MetricsService<StateType: HostedState> {
         }
 
         text.family("reactor_events_applied_total", .counter, help: "Events applied to the state, by type.")
-        for (type, count) in metrics.eventsApplied.sorted(by: { $0.key < $1.key }) {
+        for (type, count) in zip(metrics.eventTypes, metrics.eventCounts).sorted(by: { $0.0 < $1.0 }) {
             text.sample("reactor_events_applied_total", [("type", type)], count)
         }
         text.family("reactor_events_undone_total", .counter, help: "Applied events undone because the journal could not store them.")
