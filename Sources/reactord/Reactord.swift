@@ -174,7 +174,7 @@ struct Serve: ParsableCommand {
             do {
                 files = try Assets.load(from: share)
             } catch {
-                throw ValidationError("cannot load the dashboard and API description: \(error)")
+                throw CommandFailure("cannot load the dashboard and API description: \(error)")
             }
         } else {
             logger.warning("the dashboard is not installed: / and /openapi.json are not served (see --share-dir)")
@@ -185,7 +185,7 @@ struct Serve: ParsableCommand {
             do {
                 opened = try StateServer.openStorage(DataDirectory(path: directory), initialState: document, loop: daemon.loop, options: options, logger: logger)
             } catch {
-                throw ValidationError("cannot open the data directory \(directory): \(error)")
+                throw CommandFailure("cannot open the data directory \(directory): \(error)")
             }
             if settings.initialState != nil && opened.version > 0 {
                 logger.notice("the data directory holds a state already: --initial-state is not used", metadata: ["version": "\(opened.version)"])
@@ -199,7 +199,7 @@ struct Serve: ParsableCommand {
         do {
             try server.start()
         } catch {
-            throw ValidationError("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+            throw CommandFailure("cannot listen on \(configuration.host):\(configuration.port): \(error)")
         }
         logger.notice("listening", metadata: [
             "address": "\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(server.http.port)",
@@ -221,12 +221,12 @@ struct Serve: ParsableCommand {
     private func initialDocument(_ path: String?) throws -> JSONDocument {
         guard let path else { return JSONDocument() }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("cannot read the initial state file \(path)")
+            throw CommandFailure("cannot read the initial state file \(path)")
         }
         do {
             return JSONDocument(root: try JSON(parsing: [UInt8](data)))
         } catch {
-            throw ValidationError("the initial state file \(path) is not valid JSON: \(error.description)")
+            throw CommandFailure("the initial state file \(path) is not valid JSON: \(error.description)")
         }
     }
 }
