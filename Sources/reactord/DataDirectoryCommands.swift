@@ -107,7 +107,8 @@ struct Import: ParsableCommand {
         if file == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
         } else {
-            data = FileManager.default.contents(atPath: file)
+            // A handle reads pipes and process substitutions (/dev/fd/N) too, which have no size.
+            data = FileHandle(forReadingAtPath: file)?.readDataToEndOfFile()
         }
         guard let data else { throw CommandFailure("cannot read \(file)") }
         let bytes = [UInt8](data)

@@ -22,6 +22,10 @@ public enum Storage {
                 try writeInitialSnapshot(initialState, in: directory)
                 logger.notice("created a data directory", metadata: ["directory": "\(directory.path)"])
             }
+            // A snapshot being written when the process died: never renamed into place, so unused.
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.snapshotsPath)) ?? [] where name.hasSuffix(".tmp") {
+                unlink(directory.snapshotsPath + "/" + name)
+            }
             var state = initialState
             let report = try read(directory, repair: true, restore: { state = try StateType(snapshot: $0) }, replay: { try state.replay($0) })
             for warning in report.warnings {
