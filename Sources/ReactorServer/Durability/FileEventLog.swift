@@ -52,8 +52,12 @@ public final class FileEventLog: EventLog {
         oldestVersion = report.snapshotVersion
         writer = try JournalWriter(directory: directory, segmentLimit: options.segmentBytes, lastSegment: report.lastSegment, nextVersion: report.lastVersion + 1)
         segments = report.segments.isEmpty ? [report.lastVersion + 1] : report.segments
+        // What a crash between writing a snapshot and removing what it replaced leaves behind.
         for first in report.obsoleteSegments {
             unlink(directory.segmentPath(firstVersion: first))
+        }
+        for version in (try? directory.snapshotVersions()) ?? [] where version < report.snapshotVersion {
+            unlink(directory.snapshotPath(version: version))
         }
         let snapshotFile = directory.snapshotPath(version: report.snapshotVersion)
         let attributes = try? FileManager.default.attributesOfItem(atPath: snapshotFile)

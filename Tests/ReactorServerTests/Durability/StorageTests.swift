@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 @testable import ReactorServer
 import XCTest
 
@@ -158,6 +159,25 @@ final class StorageTests: XCTestCase {
         let expected = lines.map { try! JSON(parsing: $0) }
         let actual = exported.split(separator: UInt8(ascii: "\n")).map { try! JSON(parsing: Array($0)) }
         XCTAssertEqual(actual, expected)
+    }
+
+    /// A crash between writing a snapshot and removing the older one leaves both, and perhaps a
+    /// temporary file: opening the directory keeps the newest and removes the rest.
+    func testOpeningRemovesWhatACrashDuringASnapshotLeft() throws {
+        let data = directory()
+        _ = try Storage.importLines(export(10), into: data, as: JSONDocument.self)
+        XCTAssertEqual(try Storage.compact(data, as: JSONDocument.self), 10)
+        try FileManager.default.copyItem(atPath: data.snapshotPath(version: 10), toPath: data.snapshotPath(version: 3))
+        XCTAssertTrue(FileManager.default.createFile(atPath: data.snapshotPath(version: 11) + ".tmp", contents: Data([1, 2, 3])))
+        let loop = try EventLoop()
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let (log, state, version) = try Storage.open(data, initialState: JSONDocument(), loop: loop, options: .init(), logger: logger)
+        XCTAssertEqual(version, 10)
+        XCTAssertEqual(state.root, ["n": 10])
+        XCTAssertEqual(try data.snapshotVersions(), [10])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: data.snapshotsPath).sorted(), ["00000000000000000010.snapshot"])
+        withExtendedLifetime(log) {}
     }
 
     func testASecondUserOfTheDirectoryIsRefused() throws {
