@@ -103,6 +103,14 @@ extension JSON: Hashable {
     }
 }
 
+extension OrderedSet where Element == String {
+    /// True when both sets use the same element buffer: the same keys in the same order.
+    func sharesStorage(with other: Self) -> Bool {
+        count == other.count
+            && elements.withUnsafeBufferPointer({ $0.baseAddress }) == other.elements.withUnsafeBufferPointer({ $0.baseAddress })
+    }
+}
+
 extension OrderedDictionary where Key == String, Value == JSON {
     /// True when both dictionaries use the same key and value buffers, so
     /// they are equal without looking at any member. (Arrays get the same

@@ -46,6 +46,18 @@ private struct JSONDiffBuilder {
     }
 
     mutating func diffObjects(_ old: JSON.Object, _ new: JSON.Object, whole target: JSON) {
+        // The same keys in the same order (the key storage is shared: only values changed, as after
+        // an event that set or incremented a member): compare the values pairwise by position, each
+        // with a glance (storage identity, or a scalar compare), instead of looking every key up.
+        if old.keys.sharesStorage(with: new.keys) {
+            let keys = new.keys.elements
+            for index in keys.indices where !Self.isUnchanged(old.values[index], new.values[index]) {
+                path.append(keys[index])
+                diff(old.values[index], new.values[index])
+                path.removeLast()
+            }
+            return
+        }
         // With no key in common, per-member operations would only be a
         // longer spelling of one replacement.
         if !old.isEmpty, !new.isEmpty, !old.keys.contains(where: { new[$0] != nil }) {
@@ -63,6 +75,18 @@ private struct JSONDiffBuilder {
             } else {
                 operations.append(.add(path: pointer(appending: key), value: value))
             }
+        }
+    }
+
+    /// Whether two values are the same without looking inside them: the same storage for
+    /// containers, equal for scalars. False means "maybe changed", never "changed".
+    static func isUnchanged(_ source: JSON, _ target: JSON) -> Bool {
+        switch (source, target) {
+        case let (.object(old), .object(new)): old.sharesStorage(with: new)
+        case let (.array(old), .array(new)):
+            old.count == new.count && old.withUnsafeBufferPointer({ $0.baseAddress }) == new.withUnsafeBufferPointer({ $0.baseAddress })
+        case (.object, _), (_, .object), (.array, _), (_, .array): false
+        default: source == target
         }
     }
 

@@ -345,3 +345,42 @@ final class JSONPatchTests: XCTestCase {
         XCTAssertEqual(try JSONPatch.applying(patch, to: a), b)
     }
 }
+
+/// Diffing successive states of a wide object: when only values changed, the keys' storage is
+/// shared and the diff compares values by position; the result is the same patch either way.
+final class JSONDiffOfWideObjectsTests: XCTestCase {
+    private func wide(_ count: Int) -> JSON {
+        var members = JSON.Object()
+        for index in 0..<count { members["k\(index)"] = .integer(Int64(index)) }
+        members["nested"] = ["a": [1, 2, 3], "b": "text"]
+        return .object(members)
+    }
+
+    func testAChangedValueIsOneReplaceWhenTheKeysAreShared() throws {
+        let before = wide(2000)
+        var after = before
+        try after.apply(patch: [.replace(path: JSONPointer("/k1234"), value: 7)])
+        guard case .object(let old) = before, case .object(let new) = after else { return XCTFail() }
+        XCTAssertTrue(old.keys.sharesStorage(with: new.keys), "replacing a value leaves the keys shared")
+        XCTAssertEqual(JSONPatch.diff(from: before, to: after), [.replace(path: try JSONPointer("/k1234"), value: 7)])
+    }
+
+    func testNestedChangesAndKeyChangesStillDiffCorrectly() throws {
+        let before = wide(500)
+        let patches: [[JSONPatchOperation]] = [
+            [.add(path: try JSONPointer("/nested/a/-"), value: 4)],
+            [.replace(path: try JSONPointer("/nested/b"), value: "other"), .replace(path: try JSONPointer("/k3"), value: "three")],
+            [.add(path: try JSONPointer("/new"), value: true)],
+            [.remove(path: try JSONPointer("/k10"))],
+        ]
+        for patch in patches {
+            var after = before
+            try after.apply(patch: patch)
+            let diff = JSONPatch.diff(from: before, to: after)
+            var rebuilt = before
+            try rebuilt.apply(patch: diff)
+            XCTAssertEqual(rebuilt, after, "\(patch)")
+            XCTAssertLessThanOrEqual(diff.count, 2, "a small change is a small patch: \(diff)")
+        }
+    }
+}
