@@ -45,6 +45,8 @@ public struct HTTPContentType: Sendable {
     public static let json = HTTPContentType("application/json")
     public static let problemJSON = HTTPContentType("application/problem+json")
     public static let eventStream = HTTPContentType("text/event-stream")
+    public static let ndjson = HTTPContentType("application/x-ndjson")
+    public static let prometheusText = HTTPContentType("text/plain; version=0.0.4; charset=utf-8")
 }
 
 /// Encodes responses into one reusable buffer.

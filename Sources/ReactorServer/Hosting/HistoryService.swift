@@ -9,7 +9,6 @@ import Reactor
 final class HistoryService<StateType: HostedState> {
     static var defaultLimit: Int { 100 }
     static var maxLimit: Int { 10_000 }
-    static var ndjson: HTTPContentType { HTTPContentType("application/x-ndjson") }
 
     private let pipeline: CommitPipeline<StateType>
     private let loop: EventLoop
@@ -51,7 +50,7 @@ final class HistoryService<StateType: HostedState> {
                     body.append(contentsOf: record.payload)
                     body.append(contentsOf: "}\n".utf8)
                 }
-                respond(HTTPResponse(status: .ok, contentType: Self.ndjson, headers: [
+                respond(HTTPResponse(status: .ok, contentType: .ndjson, headers: [
                     ("Reactor-Oldest-Version", "\(log.oldestVersion)"), ("Reactor-Version", "\(published)"),
                 ], body: body))
             case .failure(let error) where error.kind == .gone:

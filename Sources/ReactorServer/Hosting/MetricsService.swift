@@ -20,7 +20,7 @@ final class MetricsService<StateType: HostedState> {
 
     func register(in router: inout Router) {
         router.add(.get, "/metrics", scope: .read) { [unowned self] _, _, respond in
-            respond(HTTPResponse(status: .ok, contentType: HTTPContentType("text/plain; version=0.0.4; charset=utf-8"), body: render()))
+            respond(HTTPResponse(status: .ok, contentType: .prometheusText, body: render()))
         }
     }
 
