@@ -104,10 +104,61 @@ final class ExecutorTests: XCTestCase {
         }
     }
 
+    func testFireIfIdleAppliesAtOnceOnTheExecutorAndReturnsTheVersionOrTheRejection() {
+        let executor = ThreadExecutor()
+        let core = Core(state: Counter(), executor: executor)
+        let recorder = Recorder<Counter>()
+        let results = Locked<[String]>([])
+        executor.sync {
+            core.add(subscriber: recorder)
+            for _ in 1...3 {
+                switch core.fireIfIdle(event: Add(), origin: nil) {
+                case .success(let version)?: results.withLock { $0.append("v\(version)") }
+                case .failure(let error)?: results.withLock { $0.append("\(error)") }
+                case nil: results.withLock { $0.append("queued") }
+                }
+            }
+            if case .failure(let error)? = core.fireIfIdle(event: Refused(), origin: nil) {
+                results.withLock { $0.append("\((error as? Refusal)?.reason ?? "?")") }
+            }
+            XCTAssertEqual(core.state.count, 3, "a refused event changes nothing")
+        }
+        XCTAssertEqual(results.withLock { $0 }, ["v1", "v2", "v3", "refused by the state"])
+        XCTAssertEqual(recorder.versions, [0, 1, 2, 3])
+        XCTAssertEqual(executor.enqueued.load(ordering: .relaxed), 0, "fireIfIdle hopped threads")
+    }
+
+    func testFireIfIdleDeclinesOffTheExecutorAndInsideAJobSoOrderIsKept() {
+        let executor = ThreadExecutor()
+        let core = Core(state: Counter(), executor: executor)
+        XCTAssertNil(core.fireIfIdle(event: Add(), origin: nil), "another thread must wait for its turn")
+        let inner = Locked<Result<UInt64, any Error>??>(nil)
+        // A middleware fires while the core is running a job: that event must queue behind it.
+        core.add(middleware: FiringMiddleware(core: core, inner: inner))
+        executor.sync {
+            _ = core.fireIfIdle(event: Add(amount: 10), origin: nil)
+        }
+        core.drain()
+        XCTAssertEqual(inner.withLock { $0 }.map { $0 == nil }, true, "declined while a job was running")
+        XCTAssertEqual(core.state.count, 10)
+    }
+
     func testTheDefaultExecutorIsAPrivateQueueThatRecognisesItself() {
         let executor = DispatchQueueExecutor()
         XCTAssertFalse(executor.isCurrent)
         executor.queue.sync { XCTAssertTrue(executor.isCurrent) }
         DispatchQueue.main.async { XCTAssertFalse(executor.isCurrent) }
+    }
+}
+
+/// Tries `fireIfIdle` from inside the core's own job, once.
+private struct FiringMiddleware: Middleware {
+    let core: Core<Counter>
+    let inner: Locked<Result<UInt64, any Error>??>
+
+    func process(event: Event, state: Counter) {
+        guard (event as? Add)?.amount == 10 else { return }
+        let result = core.fireIfIdle(event: Add(amount: 1), origin: nil)
+        inner.withLock { $0 = .some(result) }
     }
 }

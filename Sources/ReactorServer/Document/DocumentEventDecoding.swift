@@ -17,27 +17,27 @@ extension JSONDocument {
         var registry = EventRegistry<JSONDocument>()
         registry.nameEvents(of: DocumentEvent.self)
         registry.register("set") { json in
-            let fields = try DocumentEventFields(json, type: "set", expected: ["path", "value"])
+            let fields = try DocumentEventFields(json, type: "set", expected: DocumentEventFields.setMembers)
             return DocumentEvent.set(path: try fields.path(), value: try fields.value())
         }
         registry.register("merge") { json in
-            let fields = try DocumentEventFields(json, type: "merge", expected: ["path", "value"])
+            let fields = try DocumentEventFields(json, type: "merge", expected: DocumentEventFields.mergeMembers)
             return DocumentEvent.merge(path: try fields.path(), value: try fields.value())
         }
         registry.register("remove") { json in
-            let fields = try DocumentEventFields(json, type: "remove", expected: ["path"])
+            let fields = try DocumentEventFields(json, type: "remove", expected: DocumentEventFields.removeMembers)
             return DocumentEvent.remove(path: try fields.path())
         }
         registry.register("increment") { json in
-            let fields = try DocumentEventFields(json, type: "increment", expected: ["path", "by"])
+            let fields = try DocumentEventFields(json, type: "increment", expected: DocumentEventFields.incrementMembers)
             return DocumentEvent.increment(path: try fields.path(), by: try fields.amount())
         }
         registry.register("append") { json in
-            let fields = try DocumentEventFields(json, type: "append", expected: ["path", "value"])
+            let fields = try DocumentEventFields(json, type: "append", expected: DocumentEventFields.appendMembers)
             return DocumentEvent.append(path: try fields.path(), value: try fields.value())
         }
         registry.register("patch") { json in
-            let fields = try DocumentEventFields(json, type: "patch", expected: ["ops"])
+            let fields = try DocumentEventFields(json, type: "patch", expected: DocumentEventFields.patchMembers)
             return DocumentEvent.patch(try fields.operations())
         }
         return registry
@@ -48,6 +48,14 @@ extension JSONDocument {
 private struct DocumentEventFields {
     let type: String
     let members: JSON.Object
+
+    // The members each type allows, made once: an array literal at the call would be built per event.
+    static let setMembers = ["path", "value"]
+    static let mergeMembers = ["path", "value"]
+    static let removeMembers = ["path"]
+    static let incrementMembers = ["path", "by"]
+    static let appendMembers = ["path", "value"]
+    static let patchMembers = ["ops"]
 
     /// Rejects members other than "type" and `expected`.
     init(_ json: JSON, type: String, expected: [String]) throws(EventDecodingError) {

@@ -30,7 +30,7 @@ public struct JSONDocument: HostedState, Equatable {
     /// Applies a `DocumentEvent`, or throws `EventRejection` with the document unchanged. Any other
     /// event is rejected: a typo'd Swift event type should not pass silently.
     public mutating func apply(_ event: Event) throws {
-        guard let event = event as? DocumentEvent else {
+        guard let event = eventCast(event, to: DocumentEvent.self) else {
             throw EventRejection("JSONDocument does not handle events of type \(type(of: event))")
         }
         try apply(event)

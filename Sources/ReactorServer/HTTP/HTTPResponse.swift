@@ -33,7 +33,8 @@ public struct HTTPResponse: Sendable {
 }
 
 /// A content type with its header line encoded once.
-public struct HTTPContentType: Sendable {
+/// A final class, so that a response carries one reference for it, not two.
+public final class HTTPContentType: Sendable {
     public let value: String
     let headerLine: [UInt8]
 
@@ -100,12 +101,17 @@ extension Array where Element == UInt8 {
             append(48 + UInt8(value))
             return
         }
-        let start = count
-        var rest = value
-        while rest > 0 {
-            append(48 + UInt8(rest % 10))
-            rest /= 10
+        // Digits come out last first: written backwards into a small buffer on the stack, then
+        // appended at once (reversing a slice of the array in place would copy it first).
+        var rest = UInt64(value)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            while rest > 0 {
+                start -= 1
+                digits[start] = 48 + UInt8(rest % 10)
+                rest /= 10
+            }
+            append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
         }
-        self[start...].reverse()
     }
 }

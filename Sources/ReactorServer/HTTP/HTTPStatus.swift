@@ -1,14 +1,27 @@
 /// A response status with its status line encoded once, at first use.
 public struct HTTPStatus: Sendable, Hashable {
     public let code: Int
-    public let reason: String
+    /// The reason and the encoded line behind one reference: a response is passed along several
+    /// stages, and each copy costs a retain per reference-counted field.
+    private let text: Text
+
+    private final class Text: Sendable {
+        let reason: String
+        let statusLine: [UInt8]
+
+        init(reason: String, statusLine: [UInt8]) {
+            self.reason = reason
+            self.statusLine = statusLine
+        }
+    }
+
+    public var reason: String { text.reason }
     /// "HTTP/1.1 200 OK\r\n"
-    let statusLine: [UInt8]
+    var statusLine: [UInt8] { text.statusLine }
 
     public init(_ code: Int, _ reason: String) {
         self.code = code
-        self.reason = reason
-        statusLine = Array("HTTP/1.1 \(code) \(reason)\r\n".utf8)
+        text = Text(reason: reason, statusLine: Array("HTTP/1.1 \(code) \(reason)\r\n".utf8))
     }
 
     public static func == (lhs: HTTPStatus, rhs: HTTPStatus) -> Bool { lhs.code == rhs.code }

@@ -66,7 +66,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         published = (version, state)
         if log != nil {
             endOfIteration = PrepareWatcher(loop: loop) { [unowned self] in flush() }
-            core.add(interceptor: JournalableEventInterceptor<StateType>())
+            core.add(interceptor: ConcreteInterceptor(JournalableEventInterceptor<StateType>()))
         }
     }
 
@@ -82,6 +82,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         if version <= published.version { return resume(nil) }
         waiters.append((version, resume))
     }
+
+    /// Whether clients may see `version` already.
+    func isPublished(_ version: UInt64) -> Bool { version <= published.version }
 
     var isHealthy: Bool { failure == nil }
 

@@ -7,9 +7,30 @@ public struct EventRegistry<StateType: State>: Sendable {
     public typealias Decoder = @Sendable (JSON) throws -> any Event
 
     private var decoders: [String: Decoder] = [:]
-    private var namesByType: [ObjectIdentifier: String] = [:]
     private var encoders: [ObjectIdentifier: @Sendable (any Event) throws -> JSON] = [:]
-    private var namers: [ObjectIdentifier: @Sendable (any Event) -> String?] = [:]
+    /// How each Swift event type is named on the wire. An array searched in order rather than a
+    /// dictionary: a registry has a handful of types, and comparing identifiers beats hashing one
+    /// (this is looked up for every event applied).
+    private var namers: [TypeNamer] = []
+
+    // A struct, not a tuple: code that is not specialised would look a tuple type up at run time.
+    private struct TypeNamer: Sendable {
+        let type: ObjectIdentifier
+        var name: Namer
+    }
+
+    private enum Namer: Sendable {
+        case fixed(String)
+        case byValue(@Sendable (any Event) -> String?)
+    }
+
+    private mutating func setNamer(_ namer: Namer, for type: ObjectIdentifier) {
+        if let index = namers.firstIndex(where: { $0.type == type }) {
+            namers[index].name = namer
+        } else {
+            namers.append(TypeNamer(type: type, name: namer))
+        }
+    }
 
     public init() {}
 
@@ -22,14 +43,14 @@ public struct EventRegistry<StateType: State>: Sendable {
     /// Accepts events of `type` decoded by their `Decodable` conformance (the `"type"` member is ignored).
     public mutating func register<E: Event & Decodable>(_ event: E.Type, as type: String) {
         decoders[type] = { json in try json.decode(E.self) }
-        namesByType[ObjectIdentifier(E.self)] = type
+        setNamer(.fixed(type), for: ObjectIdentifier(E.self))
     }
 
     /// Accepts events of `type` by their `Codable` conformance: decoded as above, and encoded (with
     /// the `"type"` member) when a journal records them.
     public mutating func register<E: Event & Codable>(_ event: E.Type, as type: String) {
         decoders[type] = { json in try json.decode(E.self) }
-        namesByType[ObjectIdentifier(E.self)] = type
+        setNamer(.fixed(type), for: ObjectIdentifier(E.self))
         encoders[ObjectIdentifier(E.self)] = { event in
             guard case .object(var members) = try JSON(encoding: event as! E) else {
                 throw EventDecodingError.invalidFields(type: type, reason: "it does not encode as a JSON object")
@@ -56,14 +77,18 @@ public struct EventRegistry<StateType: State>: Sendable {
     /// Names events of `type` by their `eventType` without a cast to `any NamedEvent`, which looks
     /// the conformance up every time (this runs for every event, for logs and metrics).
     public mutating func nameEvents<E: NamedEvent>(of type: E.Type) {
-        namers[ObjectIdentifier(E.self)] = { ($0 as? E)?.eventType }
+        setNamer(.byValue { eventCast($0, to: E.self)?.eventType }, for: ObjectIdentifier(E.self))
     }
 
     /// The wire name of `event`'s type: its `NamedEvent.eventType`, or the name it was registered under.
     public func typeName(of event: any Event) -> String? {
         let id = ObjectIdentifier(type(of: event))
-        if let name = namesByType[id] { return name }
-        if let namer = namers[id] { return namer(event) }
+        for namer in namers where namer.type == id {
+            switch namer.name {
+            case .fixed(let name): return name
+            case .byValue(let name): return name(event)
+            }
+        }
         return (event as? any NamedEvent)?.eventType
     }
 

@@ -30,15 +30,15 @@ public final class StateServer<StateType: HostedState> {
         httpMiddleware: [any HTTPMiddleware] = [],
         logger: Logger
     ) {
-        core = Core(state: state, version: version, middlewares: [EventLogger<StateType>(logger: logger, metrics: metrics)] + middlewares, executor: loop)
+        core = Core(state: state, version: version, middlewares: [ConcreteMiddleware(EventLogger<StateType>(logger: logger, metrics: metrics))] + middlewares, executor: loop)
         if !configuration.tokens.isEmpty {
-            core.add(interceptor: EventPermissionInterceptor<StateType>())
-            core.add(interceptor: EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics))
+            core.add(interceptor: ConcreteInterceptor(EventPermissionInterceptor<StateType>()))
+            core.add(interceptor: ConcreteInterceptor(EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics)))
         }
         pipeline = CommitPipeline(core: core, state: state, version: version, log: log, loop: loop,
                                   options: .init(snapshotEvents: storage.snapshotEvents, snapshotBytes: storage.snapshotBytes),
                                   metrics: metrics, logger: logger)
-        core.add(middleware: pipeline)
+        core.add(middleware: ConcreteMiddleware(pipeline))
         history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)
         service = StateService(core: core, pipeline: pipeline, history: history, loop: loop, configuration: configuration, logger: logger)
         subscriptions = SubscriptionService(core: core, pipeline: pipeline, loop: loop, configuration: configuration, logger: logger)

@@ -101,16 +101,26 @@ final class StateService<StateType: HostedState> {
         } catch {
             return respond(Self.problem(for: error, index: nil).response)
         }
+        if let result = core.fireIfIdle(event: event, origin: origin) {
+            return Self.answer(result, pipeline: pipeline, respond: respond)
+        }
         let responder = LoopBoundResponder(respond, loop: loop)
         core.fire(event: event, origin: origin) { [pipeline] result in
-            switch result {
-            case .success(let version):
-                pipeline.whenPublished(version) { problem in
-                    responder.respond(problem?.response ?? .json(Self.versionBody(version)))
-                }
-            case .failure(let error):
-                responder.respond(Self.problem(for: error, index: nil).response)
+            Self.answer(result, pipeline: pipeline, respond: responder.respond)
+        }
+    }
+
+    /// Answers a fired event once its version is published (at once without a journal).
+    private static func answer(_ result: Result<UInt64, any Error>, pipeline: CommitPipeline<StateType>, respond: @escaping (HTTPResponse) -> Void) {
+        switch result {
+        case .success(let version) where pipeline.isPublished(version):
+            respond(.json(versionBody(version)))
+        case .success(let version):
+            pipeline.whenPublished(version) { problem in
+                respond(problem?.response ?? .json(versionBody(version)))
             }
+        case .failure(let error):
+            respond(problem(for: error, index: nil).response)
         }
     }
 

@@ -20,7 +20,9 @@ public final class TCPConnection {
     let loop: EventLoop
     /// Held strongly until the connection closes, which breaks the cycle. (A weak reference would give
     /// every delegate a side table, and send each retain and release of it down the slow path.)
-    public var delegate: TCPConnectionDelegate?
+    /// @exclusivity(unchecked): set and read on the loop thread, never while a call through it is
+    /// being set up; checked, every read of each callback paid for it.
+    @exclusivity(unchecked) public var delegate: TCPConnectionDelegate?
     /// Bytes handed to `write` that the kernel has not taken yet.
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
     // a dynamic exclusivity check on each access costs more than the work it guards here.

@@ -127,7 +127,7 @@ struct EventPermissionInterceptor<StateType: HostedState>: Interceptor {
     func intercept(event: Event, state: StateType) throws {}
 
     func intercept(event: Event, state: StateType, origin: (any Sendable)?) throws {
-        guard let principal = origin as? Principal, let allowed = principal.token.allowedEventTypes else { return }
+        guard let principal = principal(of: origin), let allowed = principal.token.allowedEventTypes else { return }
         let type = StateType.eventRegistry.typeName(of: event) ?? "\(Swift.type(of: event))"
         guard allowed.contains(type) else {
             throw Problem.forbidden("token \(principal.name) may not fire \"\(type)\" events; it may fire: \(allowed.sorted().joined(separator: ", "))")
@@ -152,7 +152,7 @@ final class EventRateInterceptor<StateType: HostedState>: Interceptor, @unchecke
     func intercept(event: Event, state: StateType) throws {}
 
     func intercept(event: Event, state: StateType, origin: (any Sendable)?) throws {
-        guard let principal = origin as? Principal, let limit = principal.token.rateLimit ?? defaultLimit else { return }
+        guard let principal = principal(of: origin), let limit = principal.token.rateLimit ?? defaultLimit else { return }
         let now = uv_hrtime()
         var bucket = buckets[principal.name].flatMap { $0.limit == limit ? $0 : nil } ?? TokenBucket(limit: limit, now: now)
         let wait = bucket.take(now: now)

@@ -126,7 +126,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         let keepAlive = request.keepAlive
         let isHTTP10 = request.version == .http1_0
         server.handle(request) { [self] response in
-            complete(sequence, Slot(response: response, isHead: isHead, keepAlive: keepAlive, isHTTP10: isHTTP10))
+            complete(sequence, response, isHead: isHead, keepAlive: keepAlive, isHTTP10: isHTTP10)
         }
     }
 
@@ -137,7 +137,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         slots.append(nil)
         closeAfter = sequence
         server.handleFailure(problem, head: head) { [self] response in
-            complete(sequence, Slot(response: response, isHead: false, keepAlive: false, isHTTP10: false))
+            complete(sequence, response, isHead: false, keepAlive: false, isHTTP10: false)
         }
     }
 
@@ -150,28 +150,25 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         fail(with: .requestTimeout(seconds: seconds), head: nil)
     }
 
-    private func complete(_ sequence: UInt64, _ slot: Slot) {
+    private func complete(_ sequence: UInt64, _ response: HTTPResponse, isHead: Bool, keepAlive: Bool, isHTTP10: Bool) {
         guard !tcp.isClosed else { return }
-        slots[Int(sequence - firstSlotSequence)] = slot
-        while let ready = slots.first, ready != nil {
+        if sequence == firstSlotSequence {
+            // Due now (always, without pipelining): written straight away, never stored, so the
+            // response is not copied into the queue and out again.
+            slots.removeFirst()
+            firstSlotSequence += 1
+            guard send(response, sequence: sequence, isHead: isHead, keepAliveHeader: isHTTP10 && keepAlive) else { return }
+        } else {
+            slots[Int(sequence - firstSlotSequence)] = Slot(response: response, isHead: isHead, keepAlive: keepAlive, isHTTP10: isHTTP10)
+        }
+        // Answers that were waiting for this one.
+        while !slots.isEmpty, slots[0] != nil {
             // Moved out rather than copied: a copy would retain the response's buffers once more.
             let slot = slots[0].take()!
             let current = firstSlotSequence
             slots.removeFirst()
             firstSlotSequence += 1
-            if let takeover = slot.response.takeover {
-                server.write(slot.response, isHead: false, closing: false, keepAliveHeader: false, to: tcp)
-                server.connectionUpgraded(self, to: takeover.attach(tcp, upgradeLeftover))
-                return
-            }
-            // While the server shuts down, the last answer due is the last one: it says so.
-            let closing = closeAfter == current || (server.isShuttingDown && slots.isEmpty && !isMidRequest)
-            server.write(slot.response, isHead: slot.isHead, closing: closing, keepAliveHeader: slot.isHTTP10 && slot.keepAlive, to: tcp)
-            if closing {
-                isClosing = true
-                tcp.closeAfterWriting()
-                return
-            }
+            guard send(slot.response, sequence: current, isHead: slot.isHead, keepAliveHeader: slot.isHTTP10 && slot.keepAlive) else { return }
         }
         if isReadingPaused && slots.count < server.configuration.maxPipelinedRequests {
             isReadingPaused = false
@@ -180,6 +177,25 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         if slots.isEmpty && !isMidRequest {
             deadline = server.now + server.idleTimeoutMilliseconds
         }
+    }
+
+    /// Writes the answer to request `sequence`; false when the connection is done with HTTP
+    /// (closing, or handed over to another protocol).
+    private func send(_ response: HTTPResponse, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) -> Bool {
+        if let takeover = response.takeover {
+            server.write(response, isHead: false, closing: false, keepAliveHeader: false, to: tcp)
+            server.connectionUpgraded(self, to: takeover.attach(tcp, upgradeLeftover))
+            return false
+        }
+        // While the server shuts down, the last answer due is the last one: it says so.
+        let closing = closeAfter == sequence || (server.isShuttingDown && slots.isEmpty && !isMidRequest)
+        server.write(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, to: tcp)
+        if closing {
+            isClosing = true
+            tcp.closeAfterWriting()
+            return false
+        }
+        return true
     }
 
     /// RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host header; HTTP/1.0 may have none.

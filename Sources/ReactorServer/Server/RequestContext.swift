@@ -5,16 +5,19 @@ public final class RequestContext {
     public let id: UInt64
     /// Loop time (ns, monotonic) when the request was complete.
     public let receivedAt: UInt64
+    // @exclusivity(unchecked) on the stored properties below: a context lives on the loop thread, and
+    // its fields are set by the middleware and router between calls, never during one;
+    // a dynamic exclusivity check on each access costs more than the work it guards here.
     /// The authenticated client, if any.
-    public var principal: Principal?
+    @exclusivity(unchecked) public var principal: Principal?
     /// The path of the route the request matched, if any (for logs and metrics).
-    public internal(set) var route: String?
+    @exclusivity(unchecked) public internal(set) var route: String?
     /// The route's number in its router; -1 when the request matched none.
-    var routeIndex = -1
+    @exclusivity(unchecked) var routeIndex = -1
     /// What the matched route needs of the client; nil when anyone may use it.
-    public internal(set) var scope: Scope?
+    @exclusivity(unchecked) public internal(set) var scope: Scope?
     /// Where the request goes after the middleware: the route's responder, or an error answer.
-    var endpoint: Endpoint?
+    @exclusivity(unchecked) var endpoint: Endpoint?
 
     init(id: UInt64, receivedAt: UInt64) {
         self.id = id
