@@ -75,7 +75,7 @@ extension JSON {
 
 // MARK: - Byte-level recursive descent
 
-private enum ASCII {
+enum ASCII {
     static let quote: UInt8 = 0x22
     static let backslash: UInt8 = 0x5C
     static let slash: UInt8 = 0x2F
@@ -102,7 +102,7 @@ private enum ASCII {
 /// The parser's cursor over the input. The input outlives the reader (it is
 /// only used inside `JSONParser.parse`), so raw pointer access is safe and
 /// avoids bounds-check and retain traffic on the hot path.
-private struct JSONByteReader {
+struct JSONByteReader {
     let base: UnsafePointer<UInt8>
     let count: Int
     let maxDepth: Int

@@ -300,3 +300,47 @@ final class JSONParserTests: XCTestCase {
         Array(text.utf8)
     }
 }
+
+final class JSONMemberReaderTests: XCTestCase {
+    private func members(_ text: String, stopAfter limit: Int = .max) throws -> (JSONMemberReading, [String], [JSON]) {
+        var keys: [String] = []
+        var values: [JSON] = []
+        let reading = try Array(text.utf8).withUnsafeBytes { bytes throws(JSONParseError) in
+            try JSONParser().forEachMember(in: bytes) { key, value in
+                keys.append(String(decoding: key, as: UTF8.self))
+                values.append(value)
+                return keys.count < limit
+            }
+        }
+        return (reading, keys, values)
+    }
+
+    func testMembersComeInOrderWithDecodedKeysAndRepeatsKept() throws {
+        let (reading, keys, values) = try members(#" {"b": 1, "a\u00e9\n": [true], "b": {"c": null}} "#)
+        XCTAssertEqual(reading, .finished)
+        XCTAssertEqual(keys, ["b", "aé\n", "b"])
+        XCTAssertEqual(values, [1, [true], ["c": nil]])
+        XCTAssertEqual(try members("{}").0, .finished)
+    }
+
+    func testStoppingAndNonObjects() throws {
+        let (reading, keys, _) = try members(#"{"a": 1, "b": 2, "c": 3}"#, stopAfter: 2)
+        XCTAssertEqual(reading, .stopped)
+        XCTAssertEqual(keys, ["a", "b"])
+        for text in ["[1]", "1", "\"s\"", "null", " true "] {
+            XCTAssertEqual(try members(text).0, .notAnObject, text)
+        }
+    }
+
+    func testMalformedDocumentsFailWithTheParsersOwnError() {
+        for text in [#"{"a" 1}"#, #"{"a": 1,}"#, #"{"a": 1} x"#, #"{"a": [1,}"#, #"{"a": "\x"}"#, #"{a: 1}"#, "{", "",
+                     "\u{FEFF}{}", #"{"a": 01}"#, #"{"a": 1"#, "{\"\u{1}\": 1}"] {
+            var parseError: JSONParseError?
+            do { _ = try JSON(parsing: text) } catch { parseError = error }
+            var readError: JSONParseError?
+            do { _ = try members(text) } catch { readError = error as? JSONParseError }
+            XCTAssertNotNil(parseError, text)
+            XCTAssertEqual(readError, parseError, text)
+        }
+    }
+}

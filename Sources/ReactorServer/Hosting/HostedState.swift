@@ -11,6 +11,16 @@ public protocol HostedState: State {
 
     /// The state `jsonValue()` gave, back from its JSON: how a server loads a snapshot.
     init(json: JSON) throws
+
+    /// One event read straight from the bytes of a request body, for a state with a quicker way
+    /// than parsing the JSON and asking `eventRegistry`. Nil leaves the body to the registry, which
+    /// also says what is wrong with it: a state gives exactly the event the registry would, or nil.
+    /// The default is always nil.
+    static func decodeEvent(fromBody body: UnsafeRawBufferPointer) -> (any Event)?
+}
+
+extension HostedState {
+    public static func decodeEvent(fromBody body: UnsafeRawBufferPointer) -> (any Event)? { nil }
 }
 
 extension HostedState where Self: Encodable {

@@ -49,7 +49,7 @@ public final class StateServer<StateType: HostedState> {
         subscriptions.register(in: &router)
         metricsService.register(in: &router)
         files.register(in: &router)
-        var chain: [any HTTPMiddleware] = [RequestLogger(logger: logger, metrics: metrics)]
+        var chain: [any HTTPMiddleware] = [RequestLogger(logger: logger)]
         if !configuration.corsOrigins.isEmpty { chain.append(CORSMiddleware(origins: Set(configuration.corsOrigins))) }
         chain.append(AuthMiddleware(tokens: configuration.tokens))
         http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, metrics: metrics, logger: logger)

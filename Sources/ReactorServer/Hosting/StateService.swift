@@ -84,22 +84,25 @@ final class StateService<StateType: HostedState> {
         case "prune": mode = .prune
         case let other?: return respond(Problem.invalidParameter("mode", "mode must be strict or prune, not \"\(other)\"").response)
         }
-        let body: JSON
-        do {
-            body = try JSON(parsing: request.body)
-        } catch {
-            return respond(Problem.malformedJSON(error).response)
-        }
         let origin = context.principal
-        let registry = StateType.eventRegistry
-        if case .array(let items) = body {
-            return fireBatch(items, mode: mode, origin: origin, respond: respond)
-        }
         let event: any Event
-        do {
-            event = try registry.decode(body)
-        } catch {
-            return respond(Self.problem(for: error, index: nil).response)
+        if let read = request.body.withUnsafeBytes({ StateType.decodeEvent(fromBody: $0) }) {
+            event = read
+        } else {
+            let body: JSON
+            do {
+                body = try JSON(parsing: request.body)
+            } catch {
+                return respond(Problem.malformedJSON(error).response)
+            }
+            if case .array(let items) = body {
+                return fireBatch(items, mode: mode, origin: origin, respond: respond)
+            }
+            do {
+                event = try StateType.eventRegistry.decode(body)
+            } catch {
+                return respond(Self.problem(for: error, index: nil).response)
+            }
         }
         if let result = core.fireIfIdle(event: event, origin: origin) {
             return Self.answer(result, pipeline: pipeline, respond: respond)

@@ -142,22 +142,31 @@ public final class HTTPServer {
         }
     }
 
-    /// Passes `request` through the middleware to its route; `respond` gets the answer.
-    func handle(_ request: HTTPRequest, respond: @escaping (HTTPResponse) -> Void) {
+    /// Passes request `sequence` of `connection` through the middleware to its route; the answer goes
+    /// back to the connection.
+    func handle(_ request: HTTPRequest, from connection: HTTPServerConnection, sequence: UInt64) {
         lastRequestID += 1
-        let context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime())
+        let context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime(), connection: connection, sequence: sequence,
+                                     isHead: request.method == .head, keepAliveHeader: request.keepAlive && request.version == .http1_0)
         router.route(request, into: context)
-        responder(request, context, respond)
+        responder(request, context) { response in context.connection.complete(context, response) }
     }
 
     /// Answers what a connection could not take as a request (malformed, too large, too slow) through
     /// the middleware too, so the answer is logged and carries CORS headers like any other.
     /// `head` is the request's head when it was read whole.
-    func handleFailure(_ problem: Problem, head: HTTPRequest?, respond: @escaping (HTTPResponse) -> Void) {
+    func handleFailure(_ problem: Problem, head: HTTPRequest?, from connection: HTTPServerConnection, sequence: UInt64) {
         lastRequestID += 1
-        let context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime())
+        let context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime(), connection: connection, sequence: sequence,
+                                     isHead: false, keepAliveHeader: false)
         context.endpoint = Endpoint(respond: Router.answer(problem))
-        responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context, respond)
+        responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context) { response in context.connection.complete(context, response) }
+    }
+
+    /// Counts an answer for `/metrics`, by route, status and duration.
+    func record(_ response: HTTPResponse, to context: RequestContext) {
+        metrics.recordRequest(routeIndex: context.routeIndex, status: response.status.code,
+                              seconds: Double(uv_hrtime() - context.receivedAt) / 1e9)
     }
 
     func write(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, to tcp: TCPConnection) {

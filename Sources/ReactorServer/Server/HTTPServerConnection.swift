@@ -32,8 +32,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private struct Slot {
         var response: HTTPResponse
         let isHead: Bool
-        let keepAlive: Bool
-        let isHTTP10: Bool
+        let keepAliveHeader: Bool
     }
 
     init(tcp: TCPConnection, server: HTTPServer) {
@@ -56,7 +55,8 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
         var input = bytes
         while let event = parser.next(from: &input) {
-            switch event {
+            // Consumed: the request moves out of the event rather than being copied, buffer by buffer.
+            switch consume event {
             case .request(let request):
                 // Bytes left over start the next request, which gets a deadline of its own.
                 isMidRequest = !input.isEmpty
@@ -122,12 +122,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         nextSequence += 1
         slots.append(nil)
         if !request.keepAlive { closeAfter = sequence }
-        let isHead = request.method == .head
-        let keepAlive = request.keepAlive
-        let isHTTP10 = request.version == .http1_0
-        server.handle(request) { [self] response in
-            complete(sequence, response, isHead: isHead, keepAlive: keepAlive, isHTTP10: isHTTP10)
-        }
+        server.handle(request, from: self, sequence: sequence)
     }
 
     /// Answers a broken request (its response follows those already due) and closes.
@@ -136,9 +131,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         nextSequence += 1
         slots.append(nil)
         closeAfter = sequence
-        server.handleFailure(problem, head: head) { [self] response in
-            complete(sequence, response, isHead: false, keepAlive: false, isHTTP10: false)
-        }
+        server.handleFailure(problem, head: head, from: self, sequence: sequence)
     }
 
     /// The server answers 408 to a request that trickles in, or to an idle connection, and closes.
@@ -150,16 +143,19 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         fail(with: .requestTimeout(seconds: seconds), head: nil)
     }
 
-    private func complete(_ sequence: UInt64, _ response: HTTPResponse, isHead: Bool, keepAlive: Bool, isHTTP10: Bool) {
+    /// The answer to the request of `context`, ready now: written at its turn.
+    func complete(_ context: RequestContext, _ response: HTTPResponse) {
+        server.record(response, to: context)
         guard !tcp.isClosed else { return }
+        let sequence = context.sequence
         if sequence == firstSlotSequence {
             // Due now (always, without pipelining): written straight away, never stored, so the
             // response is not copied into the queue and out again.
             slots.removeFirst()
             firstSlotSequence += 1
-            guard send(response, sequence: sequence, isHead: isHead, keepAliveHeader: isHTTP10 && keepAlive) else { return }
+            guard send(response, sequence: sequence, isHead: context.isHead, keepAliveHeader: context.keepAliveHeader) else { return }
         } else {
-            slots[Int(sequence - firstSlotSequence)] = Slot(response: response, isHead: isHead, keepAlive: keepAlive, isHTTP10: isHTTP10)
+            slots[Int(sequence - firstSlotSequence)] = Slot(response: response, isHead: context.isHead, keepAliveHeader: context.keepAliveHeader)
         }
         // Answers that were waiting for this one.
         while !slots.isEmpty, slots[0] != nil {
@@ -168,7 +164,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             let current = firstSlotSequence
             slots.removeFirst()
             firstSlotSequence += 1
-            guard send(slot.response, sequence: current, isHead: slot.isHead, keepAliveHeader: slot.isHTTP10 && slot.keepAlive) else { return }
+            guard send(slot.response, sequence: current, isHead: slot.isHead, keepAliveHeader: slot.keepAliveHeader) else { return }
         }
         if isReadingPaused && slots.count < server.configuration.maxPipelinedRequests {
             isReadingPaused = false

@@ -19,9 +19,22 @@ public final class RequestContext {
     /// Where the request goes after the middleware: the route's responder, or an error answer.
     @exclusivity(unchecked) var endpoint: Endpoint?
 
-    init(id: UInt64, receivedAt: UInt64) {
+    /// Where the answer goes: the connection that read the request, the request's place in its
+    /// order, and how the answer is to be framed. Kept here so that the closure that carries the
+    /// answer back captures this one object, which needs no allocation of its own.
+    let connection: HTTPServerConnection
+    let sequence: UInt64
+    let isHead: Bool
+    /// An HTTP/1.0 client that asked to keep the connection: its answer says `Connection: keep-alive`.
+    let keepAliveHeader: Bool
+
+    init(id: UInt64, receivedAt: UInt64, connection: HTTPServerConnection, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) {
         self.id = id
         self.receivedAt = receivedAt
+        self.connection = connection
+        self.sequence = sequence
+        self.isHead = isHead
+        self.keepAliveHeader = keepAliveHeader
     }
 }
 

@@ -1,0 +1,114 @@
+import Reactor
+
+extension JSONDocument {
+    /// Single events are read member by member (see `DocumentEventReader`); anything it does not
+    /// take goes to `eventRegistry`.
+    public static func decodeEvent(fromBody body: UnsafeRawBufferPointer) -> (any Event)? {
+        DocumentEventReader.event(in: body)
+    }
+}
+
+/// Reads one `DocumentEvent` straight from its wire bytes: the members are matched as bytes while
+/// the object is read, with no ordered dictionary built and none looked up again.
+///
+/// This is the fast path of `POST /events`, not a second definition of the wire form: it takes only
+/// what is plainly a valid event (a well-formed object with each allowed member once, of the right
+/// JSON type) and returns nil for everything else — a batch, a repeated or unknown member, a bad
+/// pointer, malformed JSON — which the registry then decodes, or refuses with its own message. For
+/// what it does take, it must build exactly the event the registry builds (a test holds it to that).
+enum DocumentEventReader {
+    static func event(in body: UnsafeRawBufferPointer) -> DocumentEvent? {
+        var members = Members()
+        guard let reading = try? JSONParser().forEachMember(in: body, { key, value in members.take(key, value) }),
+              reading == .finished, let kind = members.kind else { return nil }
+        return members.event(of: kind)
+    }
+
+    private enum Kind {
+        case set, merge, remove, increment, append, patch
+
+        init?(_ json: JSON) {
+            guard case .string(let name) = json else { return nil }
+            switch name {
+            case "set": self = .set
+            case "merge": self = .merge
+            case "remove": self = .remove
+            case "increment": self = .increment
+            case "append": self = .append
+            case "patch": self = .patch
+            default: return nil
+            }
+        }
+    }
+
+    private struct Members {
+        var kind: Kind?
+        var path: JSON?
+        var value: JSON?
+        var by: JSON?
+        var ops: JSON?
+
+        /// Keeps a member; false (stop, leave it to the registry) for an unknown or repeated one.
+        mutating func take(_ key: UnsafeRawBufferPointer, _ member: JSON) -> Bool {
+            if matches(key, "type") {
+                guard kind == nil, let named = Kind(member) else { return false }
+                kind = named
+            } else if matches(key, "path") {
+                guard path == nil else { return false }
+                path = member
+            } else if matches(key, "value") {
+                guard value == nil else { return false }
+                value = member
+            } else if matches(key, "by") {
+                guard by == nil else { return false }
+                by = member
+            } else if matches(key, "ops") {
+                guard ops == nil else { return false }
+                ops = member
+            } else {
+                return false
+            }
+            return true
+        }
+
+        /// The event of `kind` when the members are exactly the ones it takes, each valid.
+        func event(of kind: Kind) -> DocumentEvent? {
+            switch kind {
+            case .set, .merge, .append:
+                guard by == nil, ops == nil, let value, let pointer = pointer() else { return nil }
+                switch kind {
+                case .set: return .set(path: pointer, value: value)
+                case .merge: return .merge(path: pointer, value: value)
+                default: return .append(path: pointer, value: value)
+                }
+            case .remove:
+                guard value == nil, by == nil, ops == nil, let pointer = pointer() else { return nil }
+                return .remove(path: pointer)
+            case .increment:
+                guard value == nil, ops == nil, let pointer = pointer() else { return nil }
+                switch by {
+                case nil: return .increment(path: pointer, by: 1)
+                case .integer(let amount)?: return .increment(path: pointer, by: .integer(amount))
+                case .number(let amount)?: return .increment(path: pointer, by: .number(amount))
+                default: return nil
+                }
+            case .patch:
+                guard path == nil, value == nil, by == nil, let ops, case .array = ops,
+                      let operations = try? JSONPatch.operations(from: ops) else { return nil }
+                return .patch(operations)
+            }
+        }
+
+        private func pointer() -> JSONPointer? {
+            guard case .string(let text)? = path else { return nil }
+            return try? JSONPointer(text)
+        }
+    }
+}
+
+private func matches(_ key: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
+    guard key.count == name.utf8CodeUnitCount else { return false }
+    let expected = name.utf8Start
+    for index in 0..<key.count where key[index] != expected[index] { return false }
+    return true
+}
