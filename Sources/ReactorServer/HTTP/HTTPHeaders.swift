@@ -14,6 +14,10 @@ public struct HTTPHeaders: Sendable {
 
     private(set) var bytes: [UInt8]
     private(set) var fields: [Field]
+    /// Asked of every request, so noted as fields arrive rather than searched for: how many `Host`
+    /// fields there are, and which field is the first `Content-Type` (-1: none).
+    private(set) var hostCount = 0
+    private var contentTypeField = -1
 
     public init() {
         bytes = []
@@ -28,6 +32,7 @@ public struct HTTPHeaders: Sendable {
     init(bytes: [UInt8], fields: [Field]) {
         self.bytes = bytes
         self.fields = fields
+        for index in fields.indices { note(index) }
     }
 
     public mutating func append(name: String, value: String) {
@@ -36,6 +41,26 @@ public struct HTTPHeaders: Sendable {
         let nameEnd = UInt32(bytes.count)
         bytes.append(contentsOf: value.utf8)
         fields.append(Field(start: start, nameEnd: nameEnd, end: UInt32(bytes.count)))
+        note(fields.count - 1)
+    }
+
+    private mutating func note(_ index: Int) {
+        let field = fields[index]
+        switch field.nameEnd - field.start {
+        case 4 where nameMatches(field, "host"):
+            hostCount += 1
+        case 12 where contentTypeField < 0 && nameMatches(field, "content-type"):
+            contentTypeField = index
+        default:
+            break
+        }
+    }
+
+    /// The value of the first `Content-Type` field, without a lookup.
+    var contentTypeBytes: ArraySlice<UInt8>? {
+        guard contentTypeField >= 0 else { return nil }
+        let field = fields[contentTypeField]
+        return bytes[Int(field.nameEnd)..<Int(field.end)]
     }
 
     // MARK: Lookup
@@ -92,6 +117,10 @@ public struct HTTPHeaders: Sendable {
     private func firstField(named name: String) -> Field? {
         var name = name
         return name.withUTF8 { wanted in fields.first { nameMatches($0, wanted) } }
+    }
+
+    private func nameMatches(_ field: Field, _ lowercase: StaticString) -> Bool {
+        nameMatches(field, UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount))
     }
 
     private func nameMatches(_ field: Field, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {

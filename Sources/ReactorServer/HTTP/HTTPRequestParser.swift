@@ -57,6 +57,9 @@ public final class HTTPRequestParser {
     // bodiless message, or noting that one ended cleanly), so it runs once more even when the
     // input is used up.
     @exclusivity(unchecked) private var needsKick = false
+    // What is left after a complete message (resetting for the next one) waits for the next input,
+    // or for `finish()`: running llhttp once more for it alone would cost an execution per request.
+    @exclusivity(unchecked) private var kickDeferred = false
     @exclusivity(unchecked) private var upgradeKeepsAlive = false
 
     /// Capacity reserved up front for a body of known length; larger bodies grow as they
@@ -96,6 +99,7 @@ public final class HTTPRequestParser {
         }
         while !input.isEmpty || needsKick {
             needsKick = false
+            kickDeferred = false
             let base = UnsafeRawPointer(input.baseAddress) ?? UnsafeRawPointer(kickByte)
             assembly.pointee.pause = .none
             assembly.pointee.executeBase = base
@@ -120,7 +124,7 @@ public final class HTTPRequestParser {
                 }
             case HPE_PAUSED:
                 llhttp_resume(llhttp)
-                needsKick = true
+                kickDeferred = true
                 bodyPending = false
                 let complete = assembly.pointee.takeRequest()
                 if !complete.keepAlive { close(&input) }
@@ -151,7 +155,10 @@ public final class HTTPRequestParser {
     public func finish() -> Event? {
         guard case .parsing = state else { return nil }
         var nothing = UnsafeRawBufferPointer(start: nil, count: 0)
-        if needsKick, let event = next(from: &nothing) { return event }
+        if needsKick || kickDeferred {
+            needsKick = true
+            if let event = next(from: &nothing) { return event }
+        }
         let code = llhttp_finish(llhttp)
         guard code == HPE_OK else { return fail(translate(code), &nothing) }
         close(&nothing)

@@ -75,7 +75,7 @@ final class StateService<StateType: HostedState> {
     }
 
     private func applyEvents(_ request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
-        guard Self.isJSON(request.headers.firstValueBytes("Content-Type")) else {
+        guard Self.isJSON(request.headers.contentTypeBytes) else {
             return respond(Problem.unsupportedMediaType(request.headers["Content-Type"], expected: "application/json").response)
         }
         let mode: BatchMode
@@ -186,27 +186,27 @@ final class StateService<StateType: HostedState> {
     /// bytes, ignoring ASCII case (this runs for every event posted).
     static func isJSON(_ contentType: ArraySlice<UInt8>?) -> Bool {
         guard let contentType else { return false }
-        var trimmed = contentType.prefix { $0 != UInt8(ascii: ";") }
-        while let last = trimmed.last, last == 32 || last == 9 { trimmed = trimmed.dropLast() }
-        // A constant: captured by the nested functions below, a `var` would be boxed and checked.
-        let mediaType = trimmed
-        func lowered(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte | 0x20 : byte }
-        func hasPrefix(_ prefix: StaticString) -> Bool {
-            prefix.withUTF8Buffer { wanted in
-                mediaType.count >= wanted.count && zip(mediaType, wanted).allSatisfy { lowered($0) == $1 }
+        return contentType.withUnsafeBufferPointer { value in
+            // The media type: up to any parameters, without the whitespace before them.
+            var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
+            while end > 0, value[end - 1] == 32 || value[end - 1] == 9 { end -= 1 }
+            let mediaType = UnsafeBufferPointer(rebasing: value[..<end])
+            func matches(_ text: StaticString, at offset: Int) -> Bool {
+                let count = text.utf8CodeUnitCount
+                guard offset >= 0, offset + count <= mediaType.count else { return false }
+                for index in 0..<count where HTTPASCII.lowercased(mediaType[offset + index]) != text.utf8Start[index] { return false }
+                return true
             }
+            if mediaType.count == 16 { return matches("application/json", at: 0) }
+            return mediaType.count > 17 && matches("application/", at: 0) && matches("+json", at: mediaType.count - 5)
         }
-        func hasSuffix(_ suffix: StaticString) -> Bool {
-            suffix.withUTF8Buffer { wanted in
-                mediaType.count >= wanted.count && zip(mediaType.suffix(wanted.count), wanted).allSatisfy { lowered($0) == $1 }
-            }
-        }
-        if mediaType.count == 16 && hasPrefix("application/json") { return true }
-        return mediaType.count > 17 && hasPrefix("application/") && hasSuffix("+json")
     }
 
     static func versionBody(_ version: UInt64) -> [UInt8] {
-        var body = Array(#"{"version":"#.utf8)
+        // Sized once for the longest version, and filled from bytes made once.
+        var body: [UInt8] = []
+        body.reserveCapacity(versionBodyPrefix.count + 21)
+        body.append(contentsOf: versionBodyPrefix)
         body.appendDecimal(version)
         body.append(UInt8(ascii: "}"))
         return body
@@ -270,3 +270,6 @@ final class StateService<StateType: HostedState> {
         return fresh
     }
 }
+
+/// `{"version":`, the start of every answer to an event. (A generic type cannot hold a static stored property.)
+private let versionBodyPrefix = Array(#"{"version":"#.utf8)

@@ -196,7 +196,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
 
     /// RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host header; HTTP/1.0 may have none.
     private static func hostProblem(_ request: HTTPRequest) -> Problem? {
-        let hosts = request.headers.count(of: "Host")
+        let hosts = request.headers.hostCount
         if hosts > 1 { return .malformedRequest("the request has more than one Host header") }
         if hosts == 0 && request.version == .http1_1 { return .malformedRequest("an HTTP/1.1 request needs a Host header") }
         return nil
