@@ -7,7 +7,15 @@ import Logging
 /// containers along its path and copies none of them while the document is their only owner.
 public struct JSONDocument: HostedState, Equatable {
     /// The whole document; `{}` for a new one.
-    public var root: JSON
+    public var root: JSON {
+        didSet { lastChanges = nil }
+    }
+
+    /// The operations the last applied event made (see `DocumentChanges`); nil after a JSON Patch
+    /// event, for a document changed any other way, or not changed yet. A rejected event leaves
+    /// them, like the document, as they were. Not part of the document: equal documents may have got where they are by
+    /// different events.
+    public private(set) var lastChanges: [JSONPatchOperation]?
 
     public init(root: JSON = [:]) {
         self.root = root
@@ -15,6 +23,10 @@ public struct JSONDocument: HostedState, Equatable {
 
     public init(json: JSON) {
         root = json
+    }
+
+    public static func == (lhs: JSONDocument, rhs: JSONDocument) -> Bool {
+        lhs.root == rhs.root
     }
 
     /// The document itself: the server serializes it as is, sharing its storage.
@@ -39,25 +51,10 @@ public struct JSONDocument: HostedState, Equatable {
     /// Applies `event`, or throws with the document exactly as it was (`.conflict` for a JSON Patch
     /// whose `test` failed, `.invalid` otherwise).
     public mutating func apply(_ event: DocumentEvent) throws(EventRejection) {
-        switch event {
-        case .set(let path, let value):
-            try root.documentSet(value, at: path)
-        case .merge(let path, let value):
-            try root.documentMerge(value, at: path)
-        case .remove(let path):
-            try root.documentRemove(at: path)
-        case .increment(let path, let amount):
-            try root.documentIncrement(at: path, by: amount)
-        case .append(let path, let value):
-            try root.documentAppend(value, at: path)
-        case .patch(let operations):
-            do {
-                // Atomic and in place: JSONPatch undoes its own changes when an operation fails.
-                try root.apply(patch: operations)
-            } catch {
-                throw EventRejection(error, in: operations)
-            }
-        }
+        // Set after the edit: the edits themselves go through `root`'s accessors, which forget the
+        // changes of the event before.
+        let changes = try applyRecordingChanges(event)
+        lastChanges = changes
     }
 }
 

@@ -17,10 +17,18 @@ public protocol HostedState: State {
     /// also says what is wrong with it: a state gives exactly the event the registry would, or nil.
     /// The default is always nil.
     static func decodeEvent(fromBody body: UnsafeRawBufferPointer) -> (any Event)?
+
+    /// The RFC 6902 operations that took the state before the last applied event to this one, for
+    /// a state that records them while applying (`JSONDocument` does); the server sends them to
+    /// subscribers instead of diffing the two states' JSON. Nil, the default, when the state does
+    /// not know: the server diffs then.
+    var lastChanges: [JSONPatchOperation]? { get }
 }
 
 extension HostedState {
     public static func decodeEvent(fromBody body: UnsafeRawBufferPointer) -> (any Event)? { nil }
+
+    public var lastChanges: [JSONPatchOperation]? { nil }
 }
 
 extension HostedState where Self: Encodable {

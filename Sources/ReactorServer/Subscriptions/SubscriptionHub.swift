@@ -67,7 +67,9 @@ final class SubscriptionHub<StateType: HostedState> {
             return
         }
         let previous = state
-        let operations = JSONPatch.diff(from: previous, to: json)
+        // The state's own account of the event, when it keeps one and follows the version held here.
+        let operations = newVersion == version + 1 ? newState.lastChanges ?? JSONPatch.diff(from: previous, to: json)
+                                                    : JSONPatch.diff(from: previous, to: json)
         (state, version) = (json, newVersion)
         window.append(.init(version: newVersion, operations: operations))
         snapshots.removeAll(keepingCapacity: true)

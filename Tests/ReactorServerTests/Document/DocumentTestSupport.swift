@@ -42,6 +42,27 @@ func assertDocumentEvent(
     }
     XCTAssertEqual(document.root, expected, file: file, line: line)
     XCTAssertEqual(document.root.jsonString, expected.jsonString, "member order differs", file: file, line: line)
+    assertDocumentChanges(of: event, from: try documentJSON(before, file: file, line: line), to: document, file: file, line: line)
+}
+
+/// The operations `document` recorded for `event` take `before` to the document exactly, member order
+/// included: what subscribers are sent instead of a diff.
+func assertDocumentChanges(of event: DocumentEvent, from before: JSON, to document: JSONDocument,
+                           file: StaticString = #filePath, line: UInt = #line) {
+    if case .patch = event {
+        // Its operations may undo one another: the server diffs instead.
+        return XCTAssertNil(document.lastChanges, "a JSON Patch event records no changes of its own", file: file, line: line)
+    }
+    guard let changes = document.lastChanges else {
+        return XCTFail("\(event) recorded no changes", file: file, line: line)
+    }
+    var replayed = before
+    do {
+        try replayed.apply(patch: changes)
+    } catch {
+        return XCTFail("the changes \(changes) of \(event) do not apply to \(before.jsonString): \(error)", file: file, line: line)
+    }
+    XCTAssertEqual(replayed.jsonString, document.root.jsonString, "the changes \(changes) of \(event) from \(before.jsonString)", file: file, line: line)
 }
 
 /// Applies `event` to the document `before`, which must reject it with `reason` and `kind`, and
