@@ -22,4 +22,10 @@ struct HTTPDate {
         }
         return headerLine
     }
+
+    /// Runs `body` on the header line for now, without copying the line out.
+    mutating func withLine<Result>(at now: Int, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        _ = line(at: now)
+        return headerLine.withUnsafeBytes(body)
+    }
 }

@@ -36,12 +36,15 @@ public struct HTTPResponse: Sendable {
 /// A final class, so that a response carries one reference for it, not two.
 public final class HTTPContentType: Sendable {
     public let value: String
-    let headerLine: [UInt8]
+    /// "Content-Type: ...\r\n", kept outside any array so that writing it costs no reference counting.
+    let headerLine: ByteLine
 
     public init(_ value: String) {
         self.value = value
-        headerLine = Array("Content-Type: \(value)\r\n".utf8)
+        headerLine = ByteLine("Content-Type: \(value)\r\n")
     }
+
+    deinit { headerLine.deallocate() }
 
     public static let json = HTTPContentType("application/json")
     public static let problemJSON = HTTPContentType("application/problem+json")
@@ -50,47 +53,121 @@ public final class HTTPContentType: Sendable {
     public static let prometheusText = HTTPContentType("text/plain; version=0.0.4; charset=utf-8")
 }
 
-/// Encodes responses into one reusable buffer.
-struct HTTPResponseEncoder {
-    private(set) var buffer: [UInt8] = []
-    private static let contentLength = Array("Content-Length: ".utf8)
-    private static let crlf: [UInt8] = [13, 10]
-    private static let keepAlive = Array("Connection: keep-alive\r\n".utf8)
-    private static let close = Array("Connection: close\r\n".utf8)
+/// Bytes made once and written often (a status line, a header line), owned by the object that holds
+/// them: read through a pointer, they cost no retain and release per response.
+/// @unchecked Sendable: immutable after init; freed only by its owner's deinit.
+struct ByteLine: @unchecked Sendable {
+    let bytes: UnsafeRawBufferPointer
+
+    init(_ text: String) {
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: text.utf8.count, alignment: 1)
+        _ = storage.initializeMemory(as: UInt8.self, from: text.utf8)
+        bytes = UnsafeRawBufferPointer(storage)
+    }
+
+    /// For the owner's deinit.
+    func deallocate() { bytes.deallocate() }
+}
+
+/// Encodes responses into one reusable buffer, written with plain copies: no array appends, no
+/// reference counting of the constant parts.
+final class HTTPResponseEncoder {
+    private var storage: UnsafeMutableRawPointer
+    private var capacity: Int
+    private var count = 0
+
+    /// Large enough for every head and a small body; a larger response grows it for a while.
+    private static let initialCapacity = 4096
+    /// Above this, the buffer goes back to its initial size after the response that needed it.
+    private static let keptCapacity = 256 * 1024
+
+    init() {
+        capacity = Self.initialCapacity
+        storage = .allocate(byteCount: capacity, alignment: 1)
+    }
+
+    deinit { storage.deallocate() }
+
+    /// The last response encoded; valid until the next `encode`.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: count) }
+    var buffer: [UInt8] { Array(bytes) }
 
     /// Encodes `response` as the answer to a request; `isHead` leaves the body out but keeps its length.
     /// `keepAliveHeader` is for HTTP/1.0 clients, which close unless told otherwise.
-    mutating func encode(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, date: [UInt8]) {
-        buffer.removeAll(keepingCapacity: true)
-        buffer.append(contentsOf: response.status.statusLine)
-        buffer.append(contentsOf: date)
-        if let contentType = response.contentType {
-            buffer.append(contentsOf: contentType.headerLine)
-        }
+    func encode(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, date: UnsafeRawBufferPointer) {
+        count = 0
+        if capacity > Self.keptCapacity { resize(to: Self.initialCapacity) }
+        let status = response.status
+        let hasLength = status.code >= 200 && status.code != 204 && status.code != 304 && response.takeover == nil
+        let body = response.body
+        // An upper bound, so that everything below writes without checking for room.
+        var needed = status.statusLine.count + date.count + (response.contentType?.headerLine.bytes.count ?? 0)
+            + 40 + 24 + 2 + (isHead ? 0 : body.count)
+        for (name, value) in response.headers { needed += name.utf8.count + value.utf8.count + 4 }
+        if needed > capacity { resize(to: needed) }
+
+        write(status.statusLine)
+        write(date)
+        if let contentType = response.contentType { write(contentType.headerLine.bytes) }
         // 1xx, 204 and 304 carry no body and no length; a stream's body lasts as long as the connection.
-        if response.status.code >= 200 && response.status.code != 204 && response.status.code != 304 && response.takeover == nil {
-            buffer.append(contentsOf: Self.contentLength)
-            buffer.appendDecimal(response.body.count)
-            buffer.append(contentsOf: Self.crlf)
+        if hasLength {
+            write("Content-Length: ")
+            writeDecimal(body.count)
+            write("\r\n")
         }
         if response.takeover != nil {
             // The response's own headers say what the connection becomes.
         } else if closing {
-            buffer.append(contentsOf: Self.close)
+            write("Connection: close\r\n")
         } else if keepAliveHeader {
-            buffer.append(contentsOf: Self.keepAlive)
+            write("Connection: keep-alive\r\n")
         }
         for (name, value) in response.headers {
-            buffer.append(contentsOf: name.utf8)
-            buffer.append(58) // ':'
-            buffer.append(32)
-            buffer.append(contentsOf: value.utf8)
-            buffer.append(contentsOf: Self.crlf)
+            var name = name
+            var value = value
+            name.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+            write(": ")
+            value.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+            write("\r\n")
         }
-        buffer.append(contentsOf: Self.crlf)
-        if !isHead {
-            buffer.append(contentsOf: response.body)
+        write("\r\n")
+        if !isHead { body.withUnsafeBytes { write($0) } }
+    }
+
+    func encode(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, date: [UInt8]) {
+        date.withUnsafeBytes { encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: $0) }
+    }
+
+    @inline(__always)
+    private func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        (storage + count).copyMemory(from: base, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    @inline(__always)
+    private func write(_ text: StaticString) {
+        write(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    private func writeDecimal(_ value: Int) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { scratch in
+            var start = scratch.count
+            var rest = value
+            repeat {
+                start -= 1
+                scratch[start] = 48 + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            write(UnsafeRawBufferPointer(rebasing: scratch[start...]))
         }
+    }
+
+    private func resize(to newCapacity: Int) {
+        storage.deallocate()
+        capacity = newCapacity
+        storage = .allocate(byteCount: capacity, alignment: 1)
     }
 }
 

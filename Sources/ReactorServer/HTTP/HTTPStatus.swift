@@ -7,21 +7,23 @@ public struct HTTPStatus: Sendable, Hashable {
 
     private final class Text: Sendable {
         let reason: String
-        let statusLine: [UInt8]
+        let statusLine: ByteLine
 
-        init(reason: String, statusLine: [UInt8]) {
+        init(reason: String, statusLine: ByteLine) {
             self.reason = reason
             self.statusLine = statusLine
         }
+
+        deinit { statusLine.deallocate() }
     }
 
     public var reason: String { text.reason }
     /// "HTTP/1.1 200 OK\r\n"
-    var statusLine: [UInt8] { text.statusLine }
+    var statusLine: UnsafeRawBufferPointer { text.statusLine.bytes }
 
     public init(_ code: Int, _ reason: String) {
         self.code = code
-        text = Text(reason: reason, statusLine: Array("HTTP/1.1 \(code) \(reason)\r\n".utf8))
+        text = Text(reason: reason, statusLine: ByteLine("HTTP/1.1 \(code) \(reason)\r\n"))
     }
 
     public static func == (lhs: HTTPStatus, rhs: HTTPStatus) -> Bool { lhs.code == rhs.code }

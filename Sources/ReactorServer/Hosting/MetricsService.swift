@@ -28,7 +28,7 @@ final class MetricsService<StateType: HostedState> {
         var text = PrometheusText()
         text.family("reactor_http_requests_total", .counter, help: "HTTP requests answered, by route and status.")
         for (index, statuses) in metrics.requests.enumerated() {
-            for (status, count) in statuses.sorted(by: { $0.key < $1.key }) {
+            for (status, count) in statuses.sorted {
                 text.sample("reactor_http_requests_total", [("route", metrics.routeName(index)), ("status", String(status))], count)
             }
         }

@@ -92,16 +92,26 @@ public struct StorageConfiguration: Sendable {
 /// Counts each applied event by type, and logs it (type and version) at the info level.
 /// @unchecked Sendable: the core runs middleware on its executor, the loop thread, where the
 /// metrics live.
-struct EventLogger<StateType: HostedState>: Middleware, @unchecked Sendable {
-    let logger: Logger
-    let metrics: ServerMetrics
+/// A class: the core copies its middleware for each call, and a logger (an existential handler
+/// and its metadata) is several references to retain.
+final class EventLogger<StateType: HostedState>: Middleware, @unchecked Sendable {
+    private let logger: Logger
+    private let metrics: ServerMetrics
+    /// Asked once: reading a logger's level goes through its handler, for every event.
+    private let logsEvents: Bool
+
+    init(logger: Logger, metrics: ServerMetrics) {
+        self.logger = logger
+        self.metrics = metrics
+        logsEvents = logger.logLevel <= .info
+    }
 
     func process(event: Event, state: StateType) {}
 
     func process(event: Event, state: StateType, version: UInt64) {
         let type = StateType.eventRegistry.typeName(of: event) ?? "\(Swift.type(of: event))"
         metrics.recordEvent(type: type)
-        guard logger.logLevel <= .info else { return }
+        guard logsEvents else { return }
         logger.info("event", metadata: ["type": "\(type)", "version": "\(version)"])
     }
 }

@@ -203,13 +203,22 @@ final class StateService<StateType: HostedState> {
     }
 
     static func versionBody(_ version: UInt64) -> [UInt8] {
-        // Sized once for the longest version, and filled from bytes made once.
-        var body: [UInt8] = []
-        body.reserveCapacity(versionBodyPrefix.count + 21)
-        body.append(contentsOf: versionBodyPrefix)
-        body.appendDecimal(version)
-        body.append(UInt8(ascii: "}"))
-        return body
+        // Written in place into one allocation sized for the longest version.
+        [UInt8](unsafeUninitializedCapacity: 32) { bytes, count in
+            let prefix: StaticString = #"{"version":"#
+            let prefixCount = prefix.utf8CodeUnitCount
+            UnsafeMutableRawBufferPointer(bytes).copyMemory(from: UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefixCount))
+            var digits = 0
+            var rest = version
+            repeat { digits += 1; rest /= 10 } while rest > 0
+            rest = version
+            for index in stride(from: prefixCount + digits - 1, through: prefixCount, by: -1) {
+                bytes[index] = 48 + UInt8(rest % 10)
+                rest /= 10
+            }
+            bytes[prefixCount + digits] = UInt8(ascii: "}")
+            count = prefixCount + digits + 1
+        }
     }
 
     // MARK: GET /state
@@ -270,6 +279,3 @@ final class StateService<StateType: HostedState> {
         return fresh
     }
 }
-
-/// `{"version":`, the start of every answer to an event. (A generic type cannot hold a static stored property.)
-private let versionBodyPrefix = Array(#"{"version":"#.utf8)

@@ -8,14 +8,14 @@ public final class ServerMetrics {
     /// counted under "unmatched", after them.
     var routes: [String] = [] {
         didSet {
-            requests = Array(repeating: [:], count: routes.count + 1)
+            requests = Array(repeating: StatusCounts(), count: routes.count + 1)
             requestSeconds = Array(repeating: .latency, count: routes.count + 1)
         }
     }
     /// By route number: answers by status, and durations.
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, by increments that call nothing;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) private(set) var requests: [[Int: UInt64]] = [[:]]
+    @exclusivity(unchecked) private(set) var requests: [StatusCounts] = [StatusCounts()]
     @exclusivity(unchecked) private(set) var requestSeconds: [Histogram] = [.latency]
     /// Event types (a handful: the registry's) and their counts, side by side: comparing a short
     /// name with a few others costs less than hashing it, for every event.
@@ -30,7 +30,7 @@ public final class ServerMetrics {
 
     func recordRequest(routeIndex: Int, status: Int, seconds: Double) {
         let index = routeIndex >= 0 && routeIndex < routes.count ? routeIndex : routes.count
-        requests[index][status, default: 0] += 1
+        requests[index].count(status)
         requestSeconds[index].observe(seconds)
     }
 
@@ -50,5 +50,26 @@ public final class ServerMetrics {
 
     func recordRefusedConnection(reason: String) {
         connectionsRefused[reason, default: 0] += 1
+    }
+}
+
+/// Answers by status for one route. A route sees a handful of statuses: looking one up in a short
+/// array costs less than hashing it, for every request.
+struct StatusCounts {
+    private(set) var statuses: [Int] = []
+    private(set) var counts: [UInt64] = []
+
+    mutating func count(_ status: Int) {
+        if let index = statuses.firstIndex(of: status) {
+            counts[index] += 1
+        } else {
+            statuses.append(status)
+            counts.append(1)
+        }
+    }
+
+    /// (status, count) pairs by status.
+    var sorted: [(status: Int, count: UInt64)] {
+        zip(statuses, counts).map { ($0, $1) }.sorted { $0.status < $1.status }
     }
 }

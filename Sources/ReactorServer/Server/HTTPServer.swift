@@ -18,7 +18,7 @@ public final class HTTPServer {
     /// Connections that speak another protocol now (WebSocket, event streams), by their TCP connection.
     @exclusivity(unchecked) private var upgraded: [ObjectIdentifier: any UpgradedConnection] = [:]
     private let sweepTimer: UnsafeMutablePointer<uv_timer_t>
-    @exclusivity(unchecked) private var encoder = HTTPResponseEncoder()
+    private let encoder = HTTPResponseEncoder()
     @exclusivity(unchecked) private var date = HTTPDate()
     @exclusivity(unchecked) private var lastRequestID: UInt64 = 0
     @exclusivity(unchecked) private var onDrained: (() -> Void)?
@@ -170,9 +170,10 @@ public final class HTTPServer {
     }
 
     func write(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, to tcp: TCPConnection) {
-        let dateLine = date.line(at: Int(time(nil)))
-        encoder.encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: dateLine)
-        encoder.buffer.withUnsafeBytes { tcp.write($0) }
+        date.withLine(at: Int(time(nil))) { line in
+            encoder.encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: line)
+        }
+        tcp.write(encoder.bytes)
     }
 
     private func sweep() {

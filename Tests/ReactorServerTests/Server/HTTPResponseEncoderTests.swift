@@ -5,7 +5,7 @@ final class HTTPResponseEncoderTests: XCTestCase {
     private let date = Array("Date: Sun, 22 Nov 2026 00:00:00 GMT\r\n".utf8)
 
     private func encode(_ response: HTTPResponse, isHead: Bool = false, closing: Bool = false, keepAliveHeader: Bool = false) -> String {
-        var encoder = HTTPResponseEncoder()
+        let encoder = HTTPResponseEncoder()
         encoder.encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: date)
         return String(decoding: encoder.buffer, as: UTF8.self)
     }
