@@ -7,6 +7,15 @@ enum HTTPASCII {
         byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
     }
 
+    /// `bytes` equal `lowercase` (all lowercase), ignoring ASCII case: a plain loop, for names
+    /// compared on every request.
+    static func caseInsensitiveEqual(_ bytes: UnsafeBufferPointer<UInt8>, lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        let expected = lowercase.utf8Start
+        for index in 0..<bytes.count where lowercased(bytes[index]) != expected[index] { return false }
+        return true
+    }
+
     static func caseInsensitiveEqual<A: Collection<UInt8>, B: Collection<UInt8>>(_ a: A, _ b: B) -> Bool {
         a.count == b.count && zip(a, b).allSatisfy { lowercased($0) == lowercased($1) }
     }

@@ -35,6 +35,25 @@ public struct HTTPHeaders: Sendable {
         for index in fields.indices { note(index) }
     }
 
+    /// Fields whose facts the caller noted as it assembled them (`HTTPRequestAssembly`).
+    init(bytes: [UInt8], fields: [Field], hostCount: Int, contentTypeField: Int) {
+        self.bytes = bytes
+        self.fields = fields
+        self.hostCount = hostCount
+        self.contentTypeField = contentTypeField
+    }
+
+    /// What a field named `name` tells the facts above: .host, .contentType, or nil.
+    static func fact(ofFieldNamed name: UnsafeBufferPointer<UInt8>) -> Fact? {
+        switch name.count {
+        case 4 where HTTPASCII.caseInsensitiveEqual(name, lowercase: "host"): return .host
+        case 12 where HTTPASCII.caseInsensitiveEqual(name, lowercase: "content-type"): return .contentType
+        default: return nil
+        }
+    }
+
+    enum Fact { case host, contentType }
+
     public mutating func append(name: String, value: String) {
         let start = UInt32(bytes.count)
         bytes.append(contentsOf: name.utf8)
@@ -46,13 +65,11 @@ public struct HTTPHeaders: Sendable {
 
     private mutating func note(_ index: Int) {
         let field = fields[index]
-        switch field.nameEnd - field.start {
-        case 4 where nameMatches(field, "host"):
-            hostCount += 1
-        case 12 where contentTypeField < 0 && nameMatches(field, "content-type"):
-            contentTypeField = index
-        default:
-            break
+        let fact = bytes.withUnsafeBufferPointer { Self.fact(ofFieldNamed: UnsafeBufferPointer(rebasing: $0[Int(field.start)..<Int(field.nameEnd)])) }
+        switch fact {
+        case .host?: hostCount += 1
+        case .contentType? where contentTypeField < 0: contentTypeField = index
+        default: break
         }
     }
 
@@ -117,10 +134,6 @@ public struct HTTPHeaders: Sendable {
     private func firstField(named name: String) -> Field? {
         var name = name
         return name.withUTF8 { wanted in fields.first { nameMatches($0, wanted) } }
-    }
-
-    private func nameMatches(_ field: Field, _ lowercase: StaticString) -> Bool {
-        nameMatches(field, UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount))
     }
 
     private func nameMatches(_ field: Field, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {

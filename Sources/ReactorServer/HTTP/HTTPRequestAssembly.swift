@@ -17,6 +17,9 @@ struct HTTPRequestAssembly {
     var fieldStart = 0
     var nameEnd = 0
     var sawExpectContinue = false
+    // Facts `HTTPHeaders` keeps, noted while each field is at hand.
+    var hostCount = 0
+    var contentTypeField = -1
 
     var inBody = false
     // Bytes consumed from the wire for the current head and body. llhttp skips whitespace and
@@ -50,9 +53,11 @@ struct HTTPRequestAssembly {
         var index: [HTTPHeaders.Field] = []
         swap(&bytes, &fieldBytes)
         swap(&index, &fields)
-        request.headers = HTTPHeaders(bytes: bytes, fields: index)
+        request.headers = HTTPHeaders(bytes: bytes, fields: index, hostCount: hostCount, contentTypeField: contentTypeField)
         fieldStart = 0
         nameEnd = 0
+        hostCount = 0
+        contentTypeField = -1
         inBody = true
     }
 
@@ -65,6 +70,8 @@ struct HTTPRequestAssembly {
         fields = []
         fieldStart = 0
         nameEnd = 0
+        hostCount = 0
+        contentTypeField = -1
         sawExpectContinue = false
         inBody = false
         headWireBytes = 0
@@ -103,7 +110,8 @@ struct HTTPRequestAssembly {
             return refuse(.headersTooLarge)
         }
         if fieldBytes.capacity == 0 { fieldBytes.reserveCapacity(min(fieldBytesHint, limits.maxHeaderBytes)) }
-        fieldBytes.append(contentsOf: UnsafeRawBufferPointer(start: at, count: count))
+        // As typed bytes: the array copies them in one go (a raw buffer is appended byte by byte).
+        fieldBytes.append(contentsOf: UnsafeBufferPointer(start: UnsafeRawPointer(at).assumingMemoryBound(to: UInt8.self), count: count))
         assert(fieldBytes.count <= limits.maxHeaderBytes, "stored more head bytes than the limit")
         return 0
     }
@@ -131,7 +139,7 @@ struct HTTPRequestAssembly {
 
     mutating func valueComplete() -> Int32 {
         let (start, nameEnd) = (fieldStart, nameEnd)
-        let (end, isExpectContinue) = fieldBytes.withUnsafeBufferPointer { bytes in
+        let (end, isExpectContinue, fact) = fieldBytes.withUnsafeBufferPointer { bytes in
             // llhttp drops leading whitespace but keeps trailing whitespace, which is not part
             // of the value (RFC 9110 §5.5).
             var end = bytes.count
@@ -143,10 +151,17 @@ struct HTTPRequestAssembly {
             let isExpectContinue = nameEnd - start == 6
                 && equalsIgnoringCase(bytes[start..<nameEnd], lowercase: expectName)
                 && equalsIgnoringCase(bytes[nameEnd..<end], lowercase: continueExpectation)
-            return (end, isExpectContinue)
+            // Only the head's fields: trailers are not headers.
+            let fact = inBody ? nil : HTTPHeaders.fact(ofFieldNamed: UnsafeBufferPointer(rebasing: bytes[start..<nameEnd]))
+            return (end, isExpectContinue, fact)
         }
         if end < fieldBytes.count { fieldBytes.removeSubrange(end...) }
         if isExpectContinue { sawExpectContinue = true }
+        switch fact {
+        case .host?: hostCount += 1
+        case .contentType? where contentTypeField < 0: contentTypeField = fields.count
+        default: break
+        }
         if fields.capacity == 0 { fields.reserveCapacity(min(fieldsHint, limits.maxHeaderCount)) }
         fields.append(HTTPHeaders.Field(start: UInt32(start), nameEnd: UInt32(nameEnd), end: UInt32(end)))
         fieldStart = end
