@@ -6,10 +6,17 @@ import Logging
 /// answer for `/metrics` itself, logged or not.)
 struct RequestLogger: HTTPMiddleware {
     let logger: Logger
+    /// Asked once: reading a logger's level goes through its handler, for every request.
+    private let logsRequests: Bool
+
+    init(logger: Logger) {
+        self.logger = logger
+        logsRequests = logger.logLevel <= .info
+    }
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void) {
         // Not logging: nothing to wrap, so no closure to allocate.
-        guard logger.logLevel <= .info else { return next(request, context, respond) }
+        guard logsRequests else { return next(request, context, respond) }
         next(request, context) { [logger] response in
             let nanoseconds = uv_hrtime() - context.receivedAt
             // Building the metadata costs more than the rest of a small request: only when read.

@@ -66,13 +66,16 @@ final class SubscriptionHub<StateType: HostedState> {
             (state, version) = (json, newVersion)
             return
         }
-        let previous = state
-        // The state's own account of the event, when it keeps one and follows the version held here.
-        let operations = newVersion == version + 1 ? newState.lastChanges ?? JSONPatch.diff(from: previous, to: json)
-                                                    : JSONPatch.diff(from: previous, to: json)
+        // The state's own account of the event, when it keeps one and follows the version held here;
+        // a diff otherwise.
+        let recorded = newVersion == version + 1 ? newState.lastChanges : nil
+        let operations = recorded ?? JSONPatch.diff(from: state, to: json)
+        // The previous state is kept only for sub-tree selections, which diff their own part.
+        let previous: JSON? = groups.isEmpty ? nil : state
         (state, version) = (json, newVersion)
         window.append(.init(version: newVersion, operations: operations))
-        snapshots.removeAll(keepingCapacity: true)
+        if !snapshots.isEmpty { snapshots.removeAll(keepingCapacity: true) }
+        guard let previous else { return }
         for (selection, sinks) in groups where !sinks.isEmpty {
             guard let message = message(for: selection, previous: previous, rootOperations: operations) else { continue }
             for sink in sinks.values { sink.deliver(message) }
