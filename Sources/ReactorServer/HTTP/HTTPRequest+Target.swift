@@ -5,8 +5,7 @@ extension HTTPRequest {
     /// absolute-form target (`http://host/p?q`) it is the part after the authority.
     public var path: Substring {
         var path = target[...]
-        // Scanning UTF-8 bytes, not Characters: the target is ASCII, and grapheme breaking is slow.
-        if let query = target.utf8.firstIndex(of: UInt8(ascii: "?")) { path = target[..<query] }
+        if let query = queryMark { path = target[..<query] }
         // Bytes, not `hasPrefix`: String comparison is Unicode-aware, and this runs for every request.
         guard path.utf8.first != UInt8(ascii: "/"), let schemeEnd = path.firstRange(of: "://") else { return path }
         let authority = path[schemeEnd.upperBound...]
@@ -16,8 +15,20 @@ extension HTTPRequest {
 
     /// Everything after the first `?`, without it; nil when there is no `?`.
     public var query: Substring? {
-        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        guard let mark = queryMark else { return nil }
         return target[target.index(after: mark)...]
+    }
+
+    /// Where the first `?` is. Scanned as bytes in place: the target is ASCII, grapheme breaking is
+    /// slow, and even the UTF-8 view's index arithmetic costs more than the scan (this runs for
+    /// every request, twice).
+    private var queryMark: String.Index? {
+        let offset = target.utf8.withContiguousStorageIfAvailable { $0.firstIndex(of: UInt8(ascii: "?")) }
+        switch offset {
+        case let offset??: return target.utf8.index(target.utf8.startIndex, offsetBy: offset)
+        case .some(nil): return nil
+        case nil: return target.utf8.firstIndex(of: UInt8(ascii: "?"))
+        }
     }
 
     /// `a=b&c=d` pairs in order, percent-decoded with `+` as space. A pair without `=` has an

@@ -35,32 +35,33 @@ public struct Router {
         }
     }
 
-    private func entry(for path: Substring) -> PathRoutes? {
+    /// The number of `path`'s routes. (A number, not the entry: copying an entry out costs a retain
+    /// and a release of each of its references, for every request.)
+    private func entryIndex(for path: Substring) -> Int? {
         var path = path
-        let index = path.withUTF8 { wanted in
+        return path.withUTF8 { wanted in
             pathBytes.firstIndex { bytes in
                 bytes.count == wanted.count && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, wanted.baseAddress!, wanted.count) == 0 }
             }
         }
-        return index.map { routes[$0] }
     }
 
     /// Fills in the context's route, scope and endpoint for `request`.
     func route(_ request: HTTPRequest, into context: RequestContext) {
         let path = request.path
-        guard !path.isEmpty, let entry = entry(for: path) else {
+        guard !path.isEmpty, let index = entryIndex(for: path) else {
             context.endpoint = Endpoint(respond: Self.answer(.notFound(path)))
             return
         }
-        let candidates = entry.routes
-        context.route = entry.path
-        context.routeIndex = entry.index
+        context.route = routes[index].path
+        context.routeIndex = index
         let method = request.method == .head ? HTTPMethod.get : request.method
-        if let route = candidates.first(where: { $0.method == method }) {
+        for route in routes[index].routes where route.method == method {
             context.scope = route.scope
             context.endpoint = route.endpoint
             return
         }
+        let candidates = routes[index].routes
         let allowed = candidates.map(\.method) + (candidates.contains { $0.method == .get } ? [.head] : []) + [.options]
         if request.method == .options {
             let allow = allowed.map(\.name).joined(separator: ", ")
