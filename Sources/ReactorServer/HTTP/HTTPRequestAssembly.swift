@@ -128,7 +128,14 @@ struct HTTPRequestAssembly {
         // may read such a name differently, which is how requests get smuggled.
         let start = fieldStart
         let isToken = fieldBytes.withUnsafeBufferPointer { bytes in
-            bytes.count > start && bytes[start...].allSatisfy(isTokenByte)
+            guard bytes.count > start else { return false }
+            // A plain loop: `allSatisfy` on a slice costs several times as much per byte.
+            var index = start
+            while index < bytes.count {
+                guard isTokenByte(bytes[index]) else { return false }
+                index += 1
+            }
+            return true
         }
         guard isToken else {
             return refuse(.malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char"))
