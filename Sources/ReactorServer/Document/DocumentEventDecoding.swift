@@ -16,6 +16,7 @@ extension JSONDocument {
     public static let eventRegistry: EventRegistry<JSONDocument> = {
         var registry = EventRegistry<JSONDocument>()
         registry.nameEvents(of: DocumentEvent.self)
+        registry.encodeEvents(of: DocumentEvent.self)
         registry.register("set") { json in
             let fields = try DocumentEventFields(json, type: "set", expected: DocumentEventFields.setMembers)
             return DocumentEvent.set(path: try fields.path(), value: try fields.value())

@@ -54,6 +54,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     @exclusivity(unchecked) private var endOfIteration: PrepareWatcher?
     /// Called once nothing is pending or being appended (shutdown waits for it).
     @exclusivity(unchecked) private var whenIdle: (() -> Void)?
+    /// The JSON an event arrived as, offered for the event being applied (see `offering`).
+    @exclusivity(unchecked) private var offeredWireForm: [UInt8]?
 
     init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, loop: EventLoop, options: Options,
          metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
@@ -102,6 +104,18 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         whenIdle()
     }
 
+    /// Runs `apply`, which applies one event at once (`Core.fireIfIdle`), with `wireForm` offered as
+    /// its journal record: the JSON text it arrived in, which decodes to that very event. Writing it
+    /// down as it came saves encoding the event again. The first event the pipeline sees during
+    /// `apply` is that one (an event fired meanwhile waits for it); an offer not taken is dropped.
+    /// The form must be one line (the journal's records become lines of `/history` and `export`).
+    func offering<Result>(wireForm: [UInt8]?, _ apply: () -> Result) -> Result {
+        guard log != nil, let wireForm, !wireForm.contains(10), !wireForm.contains(13) else { return apply() }
+        offeredWireForm = wireForm
+        defer { offeredWireForm = nil }
+        return apply()
+    }
+
     // MARK: Middleware
 
     func process(event: Event, state: StateType) {}
@@ -109,6 +123,11 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     func process(event: Event, state: StateType, version: UInt64) {
         guard log != nil else { return publish(state, version) }
         let record: LogRecord?
+        if let wireForm = offeredWireForm {
+            offeredWireForm = nil
+            pending.append(Entry(version: version, state: state, record: LogRecord(version: version, payload: wireForm)))
+            return
+        }
         do {
             record = LogRecord(version: version, payload: try StateType.eventRegistry.encode(event).jsonBytes)
         } catch {

@@ -7,7 +7,28 @@ public struct EventRegistry<StateType: State>: Sendable {
     public typealias Decoder = @Sendable (JSON) throws -> any Event
 
     private var decoders: [String: Decoder] = [:]
-    private var encoders: [ObjectIdentifier: @Sendable (any Event) throws -> JSON] = [:]
+    /// How each Swift event type is written down, searched in order like `namers` (a journal asks
+    /// for every event; a cast to `any JSONEncodableEvent` costs over a thousand instructions).
+    private var encoders: [TypeEncoder] = []
+
+    private struct TypeEncoder: Sendable {
+        let type: ObjectIdentifier
+        var encode: @Sendable (any Event) throws -> JSON
+    }
+
+    private mutating func setEncoder(_ encode: @escaping @Sendable (any Event) throws -> JSON, for type: ObjectIdentifier) {
+        if let index = encoders.firstIndex(where: { $0.type == type }) {
+            encoders[index].encode = encode
+        } else {
+            encoders.append(TypeEncoder(type: type, encode: encode))
+        }
+    }
+
+    private func encoder(for event: any Event) -> (@Sendable (any Event) throws -> JSON)? {
+        let id = ObjectIdentifier(type(of: event))
+        for encoder in encoders where encoder.type == id { return encoder.encode }
+        return nil
+    }
     /// How each Swift event type is named on the wire. An array searched in order rather than a
     /// dictionary: a registry has a handful of types, and comparing identifiers beats hashing one
     /// (this is looked up for every event applied).
@@ -51,27 +72,36 @@ public struct EventRegistry<StateType: State>: Sendable {
     public mutating func register<E: Event & Codable>(_ event: E.Type, as type: String) {
         decoders[type] = { json in try json.decode(E.self) }
         setNamer(.fixed(type), for: ObjectIdentifier(E.self))
-        encoders[ObjectIdentifier(E.self)] = { event in
+        setEncoder({ event in
             guard case .object(var members) = try JSON(encoding: event as! E) else {
                 throw EventDecodingError.invalidFields(type: type, reason: "it does not encode as a JSON object")
             }
             _ = members.updateValue(.string(type), forKey: "type", insertingAt: 0)
             return .object(members)
-        }
+        }, for: ObjectIdentifier(E.self))
+    }
+
+    /// Writes events of `type` down by their own `json`, found without a cast to
+    /// `any JSONEncodableEvent` (which `encode` falls back to for types not named here).
+    public mutating func encodeEvents<E: JSONEncodableEvent>(of type: E.Type) {
+        setEncoder({ event in
+            guard let event = eventCast(event, to: E.self) else { throw EventEncodingError(typeName: "\(Swift.type(of: event))") }
+            return event.json
+        }, for: ObjectIdentifier(E.self))
     }
 
     /// Whether `encode` can write `event` down: a journal refuses events it could not replay.
     public func canEncode(_ event: any Event) -> Bool {
-        event is any JSONEncodableEvent || encoders[ObjectIdentifier(type(of: event))] != nil
+        encoder(for: event) != nil || event is any JSONEncodableEvent
     }
 
     /// The event's wire form, which `decode` turns back into an equal event.
     public func encode(_ event: any Event) throws -> JSON {
-        if let event = event as? any JSONEncodableEvent { return event.json }
-        guard let encode = encoders[ObjectIdentifier(type(of: event))] else {
+        if let encode = encoder(for: event) { return try encode(event) }
+        guard let event = event as? any JSONEncodableEvent else {
             throw EventEncodingError(typeName: "\(type(of: event))")
         }
-        return try encode(event)
+        return event.json
     }
 
     /// Names events of `type` by their `eventType` without a cast to `any NamedEvent`, which looks

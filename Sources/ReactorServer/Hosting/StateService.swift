@@ -86,8 +86,11 @@ final class StateService<StateType: HostedState> {
         }
         let origin = context.principal
         let event: any Event
+        // The body, when it is the event's own JSON: the journal can keep it as it is.
+        var wireForm: [UInt8]?
         if let read = request.body.withUnsafeBytes({ StateType.decodeEvent(fromBody: $0) }) {
             event = read
+            wireForm = request.body
         } else {
             let body: JSON
             do {
@@ -104,7 +107,7 @@ final class StateService<StateType: HostedState> {
                 return respond(Self.problem(for: error, index: nil).response)
             }
         }
-        if let result = core.fireIfIdle(event: event, origin: origin) {
+        if let result = pipeline.offering(wireForm: wireForm, { core.fireIfIdle(event: event, origin: origin) }) {
             return Self.answer(result, pipeline: pipeline, respond: respond)
         }
         let responder = LoopBoundResponder(respond, loop: loop)

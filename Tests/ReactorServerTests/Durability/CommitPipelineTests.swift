@@ -207,4 +207,39 @@ final class CommitPipelineTests: XCTestCase {
         XCTAssertEqual(published(reopened).n, 100)
         close(reopened)
     }
+
+    /// A single event POSTed as one line of JSON is journaled as it came; anything else is encoded.
+    func testTheJSONAnEventCameInIsJournaledAsItIsWhenItIsOneLine() throws {
+        let harness = try open()
+        let offers: [(wire: String, event: DocumentEvent)] = [
+            (#"{ "path":"/n", "type":"increment" }"#, .increment(path: try JSONPointer("/n"), by: 1)),
+            ("{\"type\":\"increment\",\n\"path\":\"/n\"}", .increment(path: try JSONPointer("/n"), by: 1)),
+            (#"{"type":"increment","path":"/n/x"}"#, .increment(path: try JSONPointer("/n/x"), by: 1)),  // rejected: /n is a number
+            (#"{"type":"set","path":"/s","value":"é"}"#, .set(path: try JSONPointer("/s"), value: "é")),
+        ]
+        let results: [Bool] = onLoop { finish in
+            finish(offers.map { offer in
+                let result = harness.pipeline.offering(wireForm: Array(offer.wire.utf8)) {
+                    harness.core.fireIfIdle(event: offer.event, origin: nil)
+                }
+                if case .success? = result { return true } else { return false }
+            })
+        }
+        XCTAssertEqual(results, [true, true, false, true])
+        // An event fired with no offer after a rejected one is encoded, not given the stale offer.
+        _ = fire(harness)
+        let deadline = Date().addingTimeInterval(5)
+        while published(harness).version < 4 && Date() < deadline { usleep(10_000) }
+        let records: Result<[LogRecord], EventLogError> = onLoop { finish in harness.log.read(after: 0, limit: 10) { finish($0) } }
+        let payloads = try records.get().map { String(decoding: $0.payload, as: UTF8.self) }
+        XCTAssertEqual(payloads.count, 4)
+        XCTAssertEqual(payloads[0], #"{ "path":"/n", "type":"increment" }"#, "one line: kept as it came")
+        XCTAssertFalse(payloads[1].contains("\n"), "several lines: encoded")
+        XCTAssertEqual(payloads[2], #"{"type":"set","path":"/s","value":"é"}"#)
+        XCTAssertEqual(payloads[3], #"{"type":"increment","path":"/n","by":1}"#, "no offer: encoded")
+        for (payload, event) in zip(payloads, [offers[0].event, offers[1].event, offers[3].event, offers[0].event]) {
+            XCTAssertEqual(try JSONDocument.eventRegistry.decode(JSON(parsing: payload)) as? DocumentEvent, event, payload)
+        }
+        close(harness)
+    }
 }
