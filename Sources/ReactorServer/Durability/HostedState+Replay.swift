@@ -11,7 +11,10 @@ extension HostedState {
     /// Applies a journal record's event again, as it was applied the first time.
     mutating func replay(_ record: LogRecord) throws(EventLogError) {
         do {
-            let event = try Self.eventRegistry.decode(JSON(parsing: record.payload))
+            // The state's own reader first, as for a request body (most records were one); the
+            // registry decodes the rest.
+            let event = try record.payload.withUnsafeBytes { Self.decodeEvent(fromBody: $0) }
+                ?? Self.eventRegistry.decode(JSON(parsing: record.payload))
             try apply(event)
         } catch {
             throw EventLogError(.damaged, "the event of version \(record.version) does not replay: \(error)")

@@ -88,6 +88,18 @@ public enum Storage {
         return try read(directory, repair: false, restore: { line($0, member: "state") }, replay: { line($0, member: "event") })
     }
 
+    /// The bytes of the event in `line` when it is exactly `{"version":N,"event":...}` as `export`
+    /// writes it (trailing whitespace aside); nil for any other form.
+    private static func exportedPayload(in line: [UInt8], version: UInt64) -> [UInt8]? {
+        var prefix = Array(#"{"version":"#.utf8)
+        prefix.appendDecimal(version)
+        prefix.append(contentsOf: #","event":"#.utf8)
+        var end = line.count
+        while end > 0, line[end - 1] == 32 || line[end - 1] == 9 || line[end - 1] == 13 || line[end - 1] == 10 { end -= 1 }
+        guard end > prefix.count + 1, line[end - 1] == UInt8(ascii: "}"), line.starts(with: prefix) else { return nil }
+        return Array(line[prefix.count..<(end - 1)])
+    }
+
     /// Fills an empty directory from an export: the same state at the same versions. Every event is
     /// replayed first, so a bad export changes nothing. Returns the last version.
     public static func importLines<StateType: HostedState>(_ lines: some Sequence<[UInt8]>, into directory: DataDirectory, as type: StateType.Type) throws(EventLogError) -> UInt64 {
@@ -127,7 +139,11 @@ public enum Storage {
             guard version == expected else {
                 throw EventLogError(.other, "line \(lineNumber): version \(version) where \(expected) was expected")
             }
-            let record = LogRecord(version: version, payload: event.jsonBytes)
+            // The event's bytes as the export wrote them, when the line is in its form: the journal
+            // then holds the events as they were recorded (as clients sent them, often), and
+            // `/history` reads the same after a restore as before.
+            let payload = Self.exportedPayload(in: bytes, version: version).flatMap { try? JSON(parsing: $0) == event ? $0 : nil }
+            let record = LogRecord(version: version, payload: payload ?? event.jsonBytes)
             do { try state!.replay(record) } catch {
                 throw EventLogError(.other, "line \(lineNumber): \(error.message)")
             }
