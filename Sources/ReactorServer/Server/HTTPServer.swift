@@ -146,8 +146,18 @@ public final class HTTPServer {
     /// back to the connection.
     func handle(_ request: HTTPRequest, from connection: HTTPServerConnection, sequence: UInt64) {
         lastRequestID += 1
-        let context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime(), connection: connection, sequence: sequence,
-                                     isHead: request.method == .head, keepAliveHeader: request.keepAlive && request.version == .http1_0)
+        let isHead = request.method == .head
+        let keepAliveHeader = request.keepAlive && request.version == .http1_0
+        let context: RequestContext
+        // The connection's previous context, when its request is done with it and nothing kept it.
+        if isKnownUniquelyReferenced(&connection.spareContext) {
+            context = connection.spareContext!
+            context.reuse(id: lastRequestID, receivedAt: uv_hrtime(), sequence: sequence, isHead: isHead, keepAliveHeader: keepAliveHeader)
+        } else {
+            context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime(), connection: connection, sequence: sequence,
+                                     isHead: isHead, keepAliveHeader: keepAliveHeader)
+            connection.spareContext = context
+        }
         router.route(request, into: context)
         responder(request, context) { response in context.connection.complete(context, response) }
     }

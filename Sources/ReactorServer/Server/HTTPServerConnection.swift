@@ -28,6 +28,10 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     @exclusivity(unchecked) private(set) var isClosing = false
     /// Loop time (ms) by which the current request must be complete, or the idle connection used.
     @exclusivity(unchecked) var deadline: UInt64
+    /// The context of the last request, for the server to reuse once nothing holds it (see
+    /// `HTTPServer.handle`). It holds this connection in turn: the cycle is broken when the connection
+    /// closes or leaves HTTP.
+    @exclusivity(unchecked) var spareContext: RequestContext?
 
     private struct Slot {
         var response: HTTPResponse
@@ -112,6 +116,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     func connectionDidDrain(_ connection: TCPConnection) {}
 
     func connectionDidClose(_ connection: TCPConnection) {
+        spareContext = nil
         server.connectionClosed(self)
     }
 
@@ -180,6 +185,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private func send(_ response: HTTPResponse, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) -> Bool {
         if let takeover = response.takeover {
             server.write(response, isHead: false, closing: false, keepAliveHeader: false, to: tcp)
+            spareContext = nil
             server.connectionUpgraded(self, to: takeover.attach(tcp, upgradeLeftover))
             return false
         }

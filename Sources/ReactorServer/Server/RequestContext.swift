@@ -1,13 +1,13 @@
 /// What the server knows about a request beyond its bytes; middleware fills it in as the request
 /// passes (the auth middleware sets `principal`, say).
 public final class RequestContext {
-    /// Unique per server run, for logs and the `X-Request-Id` header.
-    public let id: UInt64
-    /// Loop time (ns, monotonic) when the request was complete.
-    public let receivedAt: UInt64
     // @exclusivity(unchecked) on the stored properties below: a context lives on the loop thread, and
     // its fields are set by the middleware and router between calls, never during one;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
+    /// Unique per server run, for logs and the `X-Request-Id` header.
+    @exclusivity(unchecked) public private(set) var id: UInt64
+    /// Loop time (ns, monotonic) when the request was complete.
+    @exclusivity(unchecked) public private(set) var receivedAt: UInt64
     /// The authenticated client, if any.
     @exclusivity(unchecked) public var principal: Principal?
     /// The path of the route the request matched, if any (for logs and metrics).
@@ -23,10 +23,10 @@ public final class RequestContext {
     /// order, and how the answer is to be framed. Kept here so that the closure that carries the
     /// answer back captures this one object, which needs no allocation of its own.
     let connection: HTTPServerConnection
-    let sequence: UInt64
-    let isHead: Bool
+    @exclusivity(unchecked) private(set) var sequence: UInt64
+    @exclusivity(unchecked) private(set) var isHead: Bool
     /// An HTTP/1.0 client that asked to keep the connection: its answer says `Connection: keep-alive`.
-    let keepAliveHeader: Bool
+    @exclusivity(unchecked) private(set) var keepAliveHeader: Bool
 
     init(id: UInt64, receivedAt: UInt64, connection: HTTPServerConnection, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) {
         self.id = id
@@ -35,6 +35,21 @@ public final class RequestContext {
         self.sequence = sequence
         self.isHead = isHead
         self.keepAliveHeader = keepAliveHeader
+    }
+
+    /// Makes this context, which nobody holds any more, the one of the next request on its connection:
+    /// a keep-alive client's requests then cost no allocation for it.
+    func reuse(id: UInt64, receivedAt: UInt64, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) {
+        self.id = id
+        self.receivedAt = receivedAt
+        self.sequence = sequence
+        self.isHead = isHead
+        self.keepAliveHeader = keepAliveHeader
+        principal = nil
+        route = nil
+        routeIndex = -1
+        scope = nil
+        endpoint = nil
     }
 }
 
