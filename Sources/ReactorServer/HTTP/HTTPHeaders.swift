@@ -73,6 +73,16 @@ public struct HTTPHeaders: Sendable {
         }
     }
 
+    /// Hands the storage over (for reuse) and leaves the headers empty.
+    mutating func takeStorage() -> ([UInt8], [Field]) {
+        var taken: ([UInt8], [Field]) = ([], [])
+        swap(&taken.0, &bytes)
+        swap(&taken.1, &fields)
+        hostCount = 0
+        contentTypeField = -1
+        return taken
+    }
+
     /// The value of the first `Content-Type` field, without a lookup.
     var contentTypeBytes: ArraySlice<UInt8>? {
         guard contentTypeField >= 0 else { return nil }

@@ -79,6 +79,29 @@ struct HTTPRequestAssembly {
         return complete
     }
 
+    // What a connection may keep between requests, at most: small, since it is kept while idle.
+    private static let recycledHeadBytes = 1024
+    private static let recycledFields = 16
+    private static let recycledBodyBytes = 1024
+
+    /// Keeps `request`'s buffers, emptied, for the next request, unless one is under way or they are large.
+    mutating func recycle(_ request: inout HTTPRequest) {
+        guard fieldBytes.capacity == 0, fields.capacity == 0, self.request.body.capacity == 0, !inBody else { return }
+        var (bytes, index) = request.headers.takeStorage()
+        if bytes.capacity <= Self.recycledHeadBytes {
+            bytes.removeAll(keepingCapacity: true)
+            fieldBytes = bytes
+        }
+        if index.capacity <= Self.recycledFields {
+            index.removeAll(keepingCapacity: true)
+            fields = index
+        }
+        if request.body.capacity <= Self.recycledBodyBytes {
+            request.body.removeAll(keepingCapacity: true)
+            swap(&self.request.body, &request.body)
+        }
+    }
+
     mutating func releaseBuffers() {
         request = HTTPRequest()
         fieldBytes = []

@@ -177,6 +177,15 @@ public final class HTTPRequestParser {
         }
     }
 
+    /// Takes a handled request's buffers back for the next request, when they are small: a keep-alive
+    /// client's requests then cost no allocation for their head and body. (A buffer something else
+    /// still holds is not reused: the next request gets a fresh one, as without recycling.)
+    public func recycle(_ request: consuming HTTPRequest) {
+        guard case .parsing = state else { return }
+        var request = request
+        assembly.pointee.recycle(&request)
+    }
+
     /// Bytes of buffer capacity held for the request in progress (for tests of memory use).
     var bufferedCapacity: Int { assembly.pointee.bufferedCapacity }
 

@@ -69,6 +69,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                     return fail(with: problem, head: request)
                 }
                 handle(request)
+                parser.recycle(request)
             case .expectsContinue:
                 tcp.write(Self.continueLine)
             case .upgrade(let request, let leftover):

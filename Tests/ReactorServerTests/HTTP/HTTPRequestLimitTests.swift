@@ -118,4 +118,30 @@ final class HTTPRequestLimitTests: XCTestCase, HTTPParserTesting {
         XCTAssertEqual(requests(events).first?.body.count, 1_000_000)
         XCTAssertEqual(parser.bufferedCapacity, 0, "the parser must not hold on to a handed-out body")
     }
+
+    /// The server hands each request back once handled: its small buffers serve the next request,
+    /// emptied; a large body is not kept.
+    func testRecycledBuffersAreEmptiedAndOnlySmallOnesAreKept() throws {
+        let parser = HTTPRequestParser()
+        func next(_ text: String) throws -> HTTPRequest {
+            var events: [Event] = []
+            bytes(text).withUnsafeBytes { parser.feed($0) { events.append($0) } }
+            return try XCTUnwrap(onlyRequest(events))
+        }
+        let first = try next("POST /a HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nX-Long: " + String(repeating: "v", count: 100) + "\r\nContent-Length: 5\r\n\r\nhello")
+        XCTAssertEqual(first.body, bytes("hello"))
+        parser.recycle(first)
+        XCTAssertGreaterThan(parser.bufferedCapacity, 0, "small buffers are kept for the next request")
+        let second = try next("GET /b HTTP/1.1\r\nHost: i\r\n\r\n")
+        XCTAssertEqual(second.target, "/b")
+        XCTAssertEqual(second.headers.map(\.name), ["Host"])
+        XCTAssertEqual(second.headers["host"], "i")
+        XCTAssertNil(second.headers.contentTypeBytes)
+        XCTAssertEqual(second.body, [], "nothing of the first request's body is left")
+        parser.recycle(second)
+        let large = try next("POST /c HTTP/1.1\r\nHost: h\r\nContent-Length: 5000\r\n\r\n" + String(repeating: "x", count: 5000))
+        XCTAssertEqual(large.body.count, 5000)
+        parser.recycle(large)
+        XCTAssertLessThanOrEqual(parser.bufferedCapacity, 4096, "a large body is not kept")
+    }
 }
