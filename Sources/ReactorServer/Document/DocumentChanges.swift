@@ -119,8 +119,8 @@ extension JSONDocument {
         case .increment(let path, let amount):
             // The target is a number (or the edit fails): keeping it copies nothing.
             let before = DocumentChanges.Presence(of: path, in: root, keepingTarget: true)
-            try root.documentIncrement(at: path, by: amount)
-            return before.replacement(by: root[path] ?? .null, in: root)
+            let sum = try root.documentIncrement(at: path, by: amount)
+            return before.replacement(by: sum, in: root)
         case .append(let path, let value):
             let before = DocumentChanges.Presence(of: path, in: root)
             try root.documentAppend(value, at: path)

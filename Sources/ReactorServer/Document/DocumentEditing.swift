@@ -80,17 +80,19 @@ extension JSON {
         }
     }
 
-    /// `increment`: adds `amount` to the number at `pointer` (a missing one counts as 0).
-    mutating func documentIncrement(at pointer: JSONPointer, by amount: DocumentEvent.Amount) throws(EventRejection) {
+    /// `increment`: adds `amount` to the number at `pointer` (a missing one counts as 0). Returns the
+    /// new number.
+    @discardableResult
+    mutating func documentIncrement(at pointer: JSONPointer, by amount: DocumentEvent.Amount) throws(EventRejection) -> JSON {
         let edit = DocumentEdit(action: "increment", pointer: pointer)
         // Checked before anything is created: a missing target becomes the amount itself.
         if case .number(let value) = amount, !value.isFinite {
             throw edit.reject("the amount \(value) is not a finite number")
         }
-        try withDocumentTarget(of: edit, createsMissing: true) { (target: inout JSON, existed: Bool) throws(EventRejection) in
+        return try withDocumentTarget(of: edit, createsMissing: true) { (target: inout JSON, existed: Bool) throws(EventRejection) -> JSON in
             guard existed else {
                 target = amount.json
-                return
+                return target
             }
             switch (target, amount) {
             case let (.integer(current), .integer(step)):
@@ -112,6 +114,7 @@ extension JSON {
             default:
                 throw edit.reject("it is \(target.typeNameWithArticle), not a number")
             }
+            return target
         }
     }
 
