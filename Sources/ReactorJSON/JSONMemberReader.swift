@@ -66,12 +66,7 @@ extension JSONByteReader {
             } else {
                 key = try parseString()
             }
-            skipWhitespace()
-            guard position < count, base[position] == ASCII.colon else {
-                throw expected("':' after object key")
-            }
-            position += 1
-            skipWhitespace()
+            try skipColonAfterKey()
             let value = try parseValue(depth: 1)
             let proceed: Bool
             if let plainEnd {
@@ -81,24 +76,7 @@ extension JSONByteReader {
                 proceed = decoded.withUTF8 { body(UnsafeRawBufferPointer($0), value) }
             }
             guard proceed else { return .stopped }
-            skipWhitespace()
-            guard position < count else {
-                throw expected("',' or '}' after object member")
-            }
-            switch base[position] {
-            case ASCII.comma:
-                let commaOffset = position
-                position += 1
-                skipWhitespace()
-                if position < count, base[position] == ASCII.closeBrace {
-                    throw error("trailing comma before '}' is not allowed", at: commaOffset)
-                }
-            case ASCII.closeBrace:
-                position += 1
-                return try finishDocument()
-            default:
-                throw expected("',' or '}' after object member")
-            }
+            if try endOfMember() { return try finishDocument() }
         }
     }
 

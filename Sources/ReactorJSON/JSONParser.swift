@@ -180,34 +180,45 @@ struct JSONByteReader {
             }
             let keyOffset = position
             let key = try parseString()
-            skipWhitespace()
-            guard position < count, base[position] == ASCII.colon else {
-                throw expected("':' after object key")
-            }
-            position += 1
-            skipWhitespace()
+            try skipColonAfterKey()
             let value = try parseValue(depth: depth)
             if members.updateValue(value, forKey: key) != nil, rejectsDuplicateKeys {
                 throw error("duplicate key \"\(key)\" in object", at: keyOffset)
             }
+            if try endOfMember() { return .object(members) }
+        }
+    }
+
+    /// Between a key and its value: the ':' and the whitespace around it.
+    mutating func skipColonAfterKey() throws(JSONParseError) {
+        skipWhitespace()
+        guard position < count, base[position] == ASCII.colon else {
+            throw expected("':' after object key")
+        }
+        position += 1
+        skipWhitespace()
+    }
+
+    /// After an object member: a ',' (false: another member follows) or the closing '}' (true).
+    mutating func endOfMember() throws(JSONParseError) -> Bool {
+        skipWhitespace()
+        guard position < count else {
+            throw expected("',' or '}' after object member")
+        }
+        switch base[position] {
+        case ASCII.comma:
+            let commaOffset = position
+            position += 1
             skipWhitespace()
-            guard position < count else {
-                throw expected("',' or '}' after object member")
+            if position < count, base[position] == ASCII.closeBrace {
+                throw error("trailing comma before '}' is not allowed", at: commaOffset)
             }
-            switch base[position] {
-            case ASCII.comma:
-                let commaOffset = position
-                position += 1
-                skipWhitespace()
-                if position < count, base[position] == ASCII.closeBrace {
-                    throw error("trailing comma before '}' is not allowed", at: commaOffset)
-                }
-            case ASCII.closeBrace:
-                position += 1
-                return .object(members)
-            default:
-                throw expected("',' or '}' after object member")
-            }
+            return false
+        case ASCII.closeBrace:
+            position += 1
+            return true
+        default:
+            throw expected("',' or '}' after object member")
         }
     }
 

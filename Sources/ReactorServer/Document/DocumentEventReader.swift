@@ -53,21 +53,19 @@ enum DocumentEventReader {
             if matches(key, "type") {
                 guard kind == nil, let named = Kind(member) else { return false }
                 kind = named
-            } else if matches(key, "path") {
-                guard path == nil else { return false }
-                path = member
-            } else if matches(key, "value") {
-                guard value == nil else { return false }
-                value = member
-            } else if matches(key, "by") {
-                guard by == nil else { return false }
-                by = member
-            } else if matches(key, "ops") {
-                guard ops == nil else { return false }
-                ops = member
-            } else {
-                return false
+                return true
             }
+            if matches(key, "path") { return Self.keep(member, in: &path) }
+            if matches(key, "value") { return Self.keep(member, in: &value) }
+            if matches(key, "by") { return Self.keep(member, in: &by) }
+            if matches(key, "ops") { return Self.keep(member, in: &ops) }
+            return false
+        }
+
+        /// Keeps a member seen for the first time; false for a repeated one.
+        private static func keep(_ member: JSON, in slot: inout JSON?) -> Bool {
+            guard slot == nil else { return false }
+            slot = member
             return true
         }
 
