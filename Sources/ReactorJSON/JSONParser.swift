@@ -201,24 +201,30 @@ struct JSONByteReader {
 
     /// After an object member: a ',' (false: another member follows) or the closing '}' (true).
     mutating func endOfMember() throws(JSONParseError) -> Bool {
+        try endOfItem(closedBy: ASCII.closeBrace, "'}'", after: "object member")
+    }
+
+    /// After an array element or object member: a ',' (false: another follows) or `closing` (true).
+    /// `closingText` and `item` are for the error messages.
+    mutating func endOfItem(closedBy closing: UInt8, _ closingText: String, after item: String) throws(JSONParseError) -> Bool {
         skipWhitespace()
         guard position < count else {
-            throw expected("',' or '}' after object member")
+            throw expected("',' or \(closingText) after \(item)")
         }
         switch base[position] {
         case ASCII.comma:
             let commaOffset = position
             position += 1
             skipWhitespace()
-            if position < count, base[position] == ASCII.closeBrace {
-                throw error("trailing comma before '}' is not allowed", at: commaOffset)
+            if position < count, base[position] == closing {
+                throw error("trailing comma before \(closingText) is not allowed", at: commaOffset)
             }
             return false
-        case ASCII.closeBrace:
+        case closing:
             position += 1
             return true
         default:
-            throw expected("',' or '}' after object member")
+            throw expected("',' or \(closingText) after \(item)")
         }
     }
 
@@ -235,24 +241,7 @@ struct JSONByteReader {
         }
         while true {
             elements.append(try parseValue(depth: depth))
-            skipWhitespace()
-            guard position < count else {
-                throw expected("',' or ']' after array element")
-            }
-            switch base[position] {
-            case ASCII.comma:
-                let commaOffset = position
-                position += 1
-                skipWhitespace()
-                if position < count, base[position] == ASCII.closeBracket {
-                    throw error("trailing comma before ']' is not allowed", at: commaOffset)
-                }
-            case ASCII.closeBracket:
-                position += 1
-                return .array(elements)
-            default:
-                throw expected("',' or ']' after array element")
-            }
+            if try endOfItem(closedBy: ASCII.closeBracket, "']'", after: "array element") { return .array(elements) }
         }
     }
 
