@@ -190,6 +190,7 @@ struct JSONByteReader {
     }
 
     /// Between a key and its value: the ':' and the whitespace around it.
+    @inline(__always)
     mutating func skipColonAfterKey() throws(JSONParseError) {
         skipWhitespace()
         guard position < count, base[position] == ASCII.colon else {
@@ -200,12 +201,14 @@ struct JSONByteReader {
     }
 
     /// After an object member: a ',' (false: another member follows) or the closing '}' (true).
+    @inline(__always)
     mutating func endOfMember() throws(JSONParseError) -> Bool {
         try endOfItem(closedBy: ASCII.closeBrace, "'}'", after: "object member")
     }
 
     /// After an array element or object member: a ',' (false: another follows) or `closing` (true).
-    /// `closingText` and `item` are for the error messages.
+    /// `closingText` and `item` are for the error messages. Inlined: it runs once per member and element.
+    @inline(__always)
     mutating func endOfItem(closedBy closing: UInt8, _ closingText: String, after item: String) throws(JSONParseError) -> Bool {
         skipWhitespace()
         guard position < count else {
