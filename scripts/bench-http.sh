@@ -148,9 +148,14 @@ median() { printf '%s\n' "${results[@]}" | awk -v s="$1" '$1 == s { print $2 }' 
 reactord_median=$(median reactord)
 nginx_median=$(median nginx)
 ratio=$(awk -v a="$reactord_median" -v b="$nginx_median" 'BEGIN { printf "%.3f", a / b }')
+# Each run's pair (reactord, then nginx right after) shares the machine's phase more than the
+# medians do: on a machine whose speed drifts, the median of the pairs' ratios is the steadier figure.
+pairs=$(printf '%s\n' "${results[@]}" | awk '$1 == "reactord" { r = $2 } $1 == "nginx" { printf "%.3f\n", r / $2 }')
+pair_median=$(sort -g <<<"$pairs" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 echo
 printf '%-16s %12s\n' "median reactord" "$reactord_median" "median nginx" "$nginx_median"
 printf '%-16s %12s   (target >= 0.9)\n' "reactord/nginx" "$ratio"
+printf '%-16s %12s   (runs: %s)\n' "pairwise ratio" "$pair_median" "$(tr '\n' ' ' <<<"$pairs" | sed 's/ $//')"
 
 # Did reactord apply what it answered 200 to? wrk counts the responses it read; requests still in
 # flight when a run's time is up are applied but not counted, so the counter may be ahead by up to
