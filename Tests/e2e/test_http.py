@@ -56,6 +56,26 @@ def test_many_pipelined_requests_all_get_answers(server):
     assert get_state(server) == {"l": list(range(count))}
 
 
+def test_pipelined_requests_with_a_journal_each_get_their_own_answer(reactord, tmp_path):
+    # With a journal an event's answer waits for its fsync while the requests after it are read and
+    # answered: each request's context (reused once nothing holds it) must still carry its own answer.
+    server = reactord("--data-dir", str(tmp_path / "data"))
+    requests = []
+    for i in range(40):
+        requests.append(event_request({"type": "append", "path": "/l", "value": i}))
+        requests.append(http_request("GET", "/livez") if i % 2 else http_request("GET", f"/state?path=/nope{i}"))
+    with raw(server, timeout=10) as conn:
+        conn.send(b"".join(requests))
+        answers = [conn.read_response() for _ in range(len(requests))]
+    for i in range(40):
+        assert answers[2 * i].json() == {"version": i + 1}, (i, answers[2 * i])
+        other = answers[2 * i + 1]
+        assert (other.status, other.json()) == ((200, {"status": "live"}) if i % 2 else (404, other.json())), (i, other)
+        if not i % 2:
+            assert other.json()["detail"].find(f"/nope{i}") >= 0, other.json()
+    assert get_state(server) == {"l": list(range(40))}
+
+
 def test_request_split_into_single_bytes(server):
     data = event_request({"type": "set", "path": "/slow", "value": "ok"})
     with raw(server) as conn:
