@@ -173,7 +173,8 @@ public struct JournalScanner {
 
 extension [UInt8] {
     mutating func appendLittleEndian<Integer: FixedWidthInteger>(_ value: Integer) {
-        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+        // As typed bytes: a raw buffer would be appended byte by byte.
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
     }
 }
 

@@ -217,7 +217,7 @@ struct HTTPRequestAssembly {
     mutating func bodyReceived(_ at: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         guard let at, count > 0 else { return 0 }
         if request.body.count + count > limits.maxBodyBytes { return refuse(.bodyTooLarge) }
-        request.body.append(contentsOf: UnsafeRawBufferPointer(start: at, count: count))
+        request.body.append(contentsOf: UnsafeBufferPointer(start: UnsafeRawPointer(at).assumingMemoryBound(to: UInt8.self), count: count))
         return 0
     }
 
