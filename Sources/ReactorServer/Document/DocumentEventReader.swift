@@ -99,7 +99,7 @@ enum DocumentEventReader {
 
         private func pointer() -> JSONPointer? {
             guard case .string(let text)? = path else { return nil }
-            return try? JSONPointer(text)
+            return RecentPointers.pointer(text)
         }
     }
 }

@@ -1,0 +1,27 @@
+import Dispatch
+@testable import ReactorServer
+import XCTest
+
+/// The reader's per-thread cache of parsed pointers gives what parsing gives, on any thread.
+final class RecentPointersTests: XCTestCase {
+    func testCachedPointersAreTheParsedOnesWhateverTheOrder() throws {
+        let texts = (0..<20).map { "/p\($0)/x~1y" } + ["", "/", "/a~0b", "/counter"]
+        for round in 0..<3 {
+            for text in (round == 1 ? texts.reversed() : texts) {
+                XCTAssertEqual(RecentPointers.pointer(text), try JSONPointer(text), text)
+            }
+        }
+        XCTAssertNil(RecentPointers.pointer("no-slash"))
+        XCTAssertNil(RecentPointers.pointer("/bad~2"))
+        XCTAssertEqual(RecentPointers.pointer("/counter")?.tokens, ["counter"])
+    }
+
+    func testEveryThreadHasItsOwn() {
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for step in 0..<2_000 {
+                let text = "/w\(worker)/\(step % 11)"
+                XCTAssertEqual(RecentPointers.pointer(text)?.tokens, ["w\(worker)", "\(step % 11)"])
+            }
+        }
+    }
+}
