@@ -37,11 +37,8 @@ if [ "$BUILD" = 1 ]; then swift build -c release --product reactord; fi
 REACTORD=$root/.build/release/reactord
 [ -x "$REACTORD" ] || { echo "bench-durability: $REACTORD is missing (BUILD=0 needs a release build)" >&2; exit 1; }
 
-seconds() { case $1 in *m) echo $(( ${1%m} * 60 ));; *s) echo "${1%s}";; *) echo "$1";; esac; }
-cpu_server=() cpu_wrk=()
-if [ "$PIN" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-    cpu_server=(taskset -c 0) cpu_wrk=(taskset -c 1)
-fi
+. scripts/bench-lib.sh
+pin_cpus
 
 # The data directories go beside the repository, on the disk a deployment would use, not on /tmp
 # (which may be a tmpfs, where fsync costs nothing).
@@ -81,7 +78,7 @@ done
 
 run_wrk() { # port duration -> "req/s non2xx"
     local out
-    out=$(timeout $(( $(seconds "$2") + 30 )) "${cpu_wrk[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2" \
+    out=$(timeout $(( $(seconds "$2") + 30 )) "${cpu_client[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2" \
         -s Benchmarks/http/post-events.lua "http://127.0.0.1:$1/events") || true
     echo "$out" >>"$tmp/wrk.log"
     awk '/Requests\/sec:/ { rps = $2 } /Non-2xx or 3xx responses:/ { non2xx = $NF }
@@ -102,8 +99,7 @@ for run in $(seq "$RUNS"); do
         results+=("$name $rps")
     done
 done
-median() { printf '%s\n' "${results[@]}" | awk -v s="$1" '$1 == s { print $2 }' | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { printf '%s\n' "${results[@]}" | awk -v s="$1" '$1 == s { print $2 }' | median_of; }
 memory=$(median memory)
 echo
 for name in "${names[@]}"; do
@@ -145,7 +141,6 @@ startup() { # -> seconds from exec to /readyz answering
     stop_all
     awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f\n", b - a }'
 }
-median_of() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 journal_times=()
 for _ in $(seq "$RECOVERY_RUNS"); do journal_times+=("$(startup)"); done
 "$REACTORD" compact --data-dir "$tmp/recovery" >/dev/null

@@ -67,10 +67,8 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((max + 256)) ]; the
     echo "bench-fanout: the open-file limit is $(ulimit -n), too low for $max subscribers" >&2; exit 1
 fi
 
-cpu_server=() cpu_bench=()
-if [ "$PIN" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-    cpu_server=(taskset -c 0) cpu_bench=(taskset -c 1)
-fi
+. scripts/bench-lib.sh
+pin_cpus
 
 tmp=$(mktemp -d /tmp/bench-fanout.XXXXXX)
 server_pid=""
@@ -118,7 +116,7 @@ for n in $SUBSCRIBERS; do
         for server in reactord go; do
             port=$REACTORD_PORT; [ $server = go ] && port=$GO_PORT
             start $server
-            out=$("${cpu_bench[@]}" "$BENCH" --port "$port" --subscribers "$n" --events "$EVENTS" --window "$WINDOW" \
+            out=$("${cpu_client[@]}" "$BENCH" --port "$port" --subscribers "$n" --events "$EVENTS" --window "$WINDOW" \
                 --server-pid "$server_pid" --timeout "$TIMEOUT" 2>&1) && status=0 || status=$?
             echo "=== $server, $n subscribers, run $run (exit $status)" >>"$tmp/bench.log"
             echo "$out" >>"$tmp/bench.log"
@@ -145,11 +143,10 @@ for n in $SUBSCRIBERS; do
 done
 
 median() { # subs server column
-    printf '%s\n' "${results[@]}" | awk -v n="$1" -v s="$2" -v c="$3" '$1 == n && $2 == s && $c != "n/a" { print $c }' | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+    printf '%s\n' "${results[@]}" | awk -v n="$1" -v s="$2" -v c="$3" '$1 == n && $2 == s && $c != "n/a" { print $c }' | median_of
 }
 echo
-echo "Medians of $RUNS runs, $EVENTS events each, window $WINDOW$([ ${#cpu_bench[@]} -gt 0 ] && echo ", servers on CPU 0, reactor-bench on CPU 1"):"
+echo "Medians of $RUNS runs, $EVENTS events each, window $WINDOW$([ ${#cpu_client[@]} -gt 0 ] && echo ", servers on CPU 0, reactor-bench on CPU 1"):"
 printf '%-6s %-9s %12s %9s %9s %10s %10s %11s %12s %10s\n' subs server "CPU µs/push" "user" "system" "p50 ms" "p99 ms" "pushes/s" "RSS/sub KiB" violations
 for n in $SUBSCRIBERS; do
     for server in reactord go; do

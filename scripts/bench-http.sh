@@ -46,13 +46,8 @@ if [ "$BUILD" = 1 ]; then swift build -c release --product reactord; fi
 REACTORD=$root/.build/release/reactord
 [ -x "$REACTORD" ] || { echo "bench-http: $REACTORD is missing (BUILD=0 needs a release build)" >&2; exit 1; }
 
-# Seconds in a wrk duration (10s, 1m, 500ms is not accepted by wrk either), for the timeouts.
-seconds() { case $1 in *m) echo $(( ${1%m} * 60 ));; *s) echo "${1%s}";; *) echo "$1";; esac; }
-
-cpu_server=() cpu_wrk=()
-if [ "$PIN" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-    cpu_server=(taskset -c 0) cpu_wrk=(taskset -c 1)
-fi
+. scripts/bench-lib.sh
+pin_cpus
 
 tmp=$(mktemp -d /tmp/bench-http.XXXXXX)
 reactord_pid="" nginx_pid=""
@@ -109,7 +104,7 @@ reactord_sent=1 # the check above fired one event
 run_wrk() { # port duration
     local out secs
     secs=$(seconds "$2")
-    out=$(timeout $((secs + 30)) "${cpu_wrk[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2" --latency \
+    out=$(timeout $((secs + 30)) "${cpu_client[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2" --latency \
         -s Benchmarks/http/post-events.lua "http://127.0.0.1:$1/events") || true
     echo "$out" >>"$tmp/wrk.log"
     awk '
@@ -123,7 +118,7 @@ run_wrk() { # port duration
     ' <<<"$out"
 }
 
-echo "bench-http: wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency -s Benchmarks/http/post-events.lua, $RUNS runs each, alternating$([ ${#cpu_wrk[@]} -gt 0 ] && echo ", servers on CPU 0, wrk on CPU 1")"
+echo "bench-http: wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency -s Benchmarks/http/post-events.lua, $RUNS runs each, alternating$([ ${#cpu_client[@]} -gt 0 ] && echo ", servers on CPU 0, wrk on CPU 1")"
 if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
     read -r _ requests non2xx _ <<<"$(run_wrk "$REACTORD_PORT" "$WARMUP")"
     reactord_sent=$((reactord_sent + requests - non2xx))
@@ -143,15 +138,14 @@ for run in $(seq "$RUNS"); do
     done
 done
 
-median() { printf '%s\n' "${results[@]}" | awk -v s="$1" '$1 == s { print $2 }' | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { printf '%s\n' "${results[@]}" | awk -v s="$1" '$1 == s { print $2 }' | median_of; }
 reactord_median=$(median reactord)
 nginx_median=$(median nginx)
 ratio=$(awk -v a="$reactord_median" -v b="$nginx_median" 'BEGIN { printf "%.3f", a / b }')
 # Each run's pair (reactord, then nginx right after) shares the machine's phase more than the
 # medians do: on a machine whose speed drifts, the median of the pairs' ratios is the steadier figure.
 pairs=$(printf '%s\n' "${results[@]}" | awk '$1 == "reactord" { r = $2 } $1 == "nginx" { printf "%.3f\n", r / $2 }')
-pair_median=$(sort -g <<<"$pairs" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+pair_median=$(median_of <<<"$pairs")
 echo
 printf '%-16s %12s\n' "median reactord" "$reactord_median" "median nginx" "$nginx_median"
 printf '%-16s %12s   (target >= 0.9)\n' "reactord/nginx" "$ratio"

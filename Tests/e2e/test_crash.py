@@ -64,9 +64,41 @@ class Client(threading.Thread):
             connection.close()
 
 
-def check_directory_state(
-    server, acked: set[str], sent: set[str], per_client: list[list[str]], acked_per_client: list[list[str]], history_from: int | None = 0
-) -> tuple[int, list[str]]:
+class Ledger:
+    """What the clients of every round sent and had acknowledged, which each restart is checked against."""
+
+    def __init__(self) -> None:
+        self.acked: set[str] = set()
+        self.sent: set[str] = set()
+        self.per_client: list[list[str]] = []
+        self.acked_per_client: list[list[str]] = []
+        self.last_version = 0
+
+    def record(self, client: Client) -> None:
+        self.acked.update(client.acked)
+        self.sent.update(client.sent)
+        self.per_client.append(client.sent)
+        self.acked_per_client.append(client.acked)
+        if client.versions:
+            self.last_version = max(self.last_version, client.versions[-1])
+
+
+def fire_until_killed(server, round_number: int, rng: random.Random) -> list[Client]:
+    """CLIENTS clients fire at `server` until it is SIGKILLed after a random fraction of a second."""
+    stop = threading.Event()
+    clients = [Client(server.port, round_number, number, stop) for number in range(CLIENTS)]
+    for client in clients:
+        client.start()
+    time.sleep(rng.uniform(0.05, 0.4))
+    server.kill()
+    stop.set()
+    for client in clients:
+        client.join(10)
+        assert not client.is_alive(), "a client thread did not finish"
+    return clients
+
+
+def check_directory_state(server, ledger: Ledger, history_from: int | None = 0) -> tuple[int, list[str]]:
     """Checks the recovered state against what the clients saw; (the version, the log).
 
     The journal is read back from `history_from` (the oldest snapshot's version when snapshots trim
@@ -76,13 +108,13 @@ def check_directory_state(
     assert len(log) == version, f"{len(log)} events in the log at version {version}: every version is one append"
     duplicates = [item for item, count in collections.Counter(log).items() if count > 1]
     assert not duplicates, f"events applied twice after recovery: {duplicates[:20]}"
-    missing = acked - set(log)
+    missing = ledger.acked - set(log)
     assert not missing, f"{len(missing)} acknowledged events lost: {sorted(missing)[:20]}"
-    invented = set(log) - sent
+    invented = set(log) - ledger.sent
     assert not invented, f"events nobody sent: {sorted(invented)[:20]}"
     # Per connection, what survived is what was acknowledged, plus at most the one event in flight.
     present = set(log)
-    for sent_ids, acked_ids in zip(per_client, acked_per_client):
+    for sent_ids, acked_ids in zip(ledger.per_client, ledger.acked_per_client):
         kept = [event_id for event_id in sent_ids if event_id in present]
         assert kept[: len(acked_ids)] == acked_ids, (acked_ids[-3:], kept[-3:])
         assert len(kept) - len(acked_ids) <= 1, f"more than the one event in flight survived: {kept[len(acked_ids):]}"
@@ -102,53 +134,34 @@ def test_acknowledged_events_survive_repeated_sigkill(reactord, tmp_path, record
     data_dir = tmp_path / "data"
     rng = random.Random(5)
     flags = ("--data-dir", str(data_dir), "--segment-bytes", "65536", "--log-level", "notice")
-    acked: set[str] = set()
-    sent: set[str] = set()
-    per_client: list[list[str]] = []
-    acked_per_client: list[list[str]] = []
-    last_version = 0
+    ledger = Ledger()
     kills_with_events = 0
     started = time.monotonic()
     for round_number in range(ROUNDS + 1):
         fsync = FSYNC_MODES[round_number % len(FSYNC_MODES)]
         server = reactord(*flags, "--fsync", fsync)
-        version, log = check_directory_state(server, acked, sent, per_client, acked_per_client)
-        assert version >= last_version, f"the version went back from {last_version} to {version}"
+        version, log = check_directory_state(server, ledger)
+        assert version >= ledger.last_version, f"the version went back from {ledger.last_version} to {version}"
         if round_number == ROUNDS:
             assert fire(server, {"type": "append", "path": "/log", "value": "last"}) == version + 1
             break
-        stop = threading.Event()
-        clients = [Client(server.port, round_number, number, stop) for number in range(CLIENTS)]
-        for client in clients:
-            client.start()
-        time.sleep(rng.uniform(0.05, 0.4))
-        server.kill()
-        stop.set()
-        for client in clients:
-            client.join(10)
-            assert not client.is_alive(), "a client thread did not finish"
         round_acked = 0
-        for client in clients:
+        for client in fire_until_killed(server, round_number, rng):
             assert not client.refused, f"events refused while the server ran: {client.refused[:3]}"
             assert client.versions == sorted(client.versions) and len(set(client.versions)) == len(client.versions)
-            acked.update(client.acked)
-            sent.update(client.sent)
-            per_client.append(client.sent)
-            acked_per_client.append(client.acked)
+            ledger.record(client)
             round_acked += len(client.acked)
-            if client.versions:
-                last_version = max(last_version, client.versions[-1])
         kills_with_events += round_acked > 0
     elapsed = time.monotonic() - started
     summary = (
-        f"crash test: {len(acked)} acknowledged events checked after {ROUNDS} SIGKILLs "
-        f"({len(sent) - len(acked)} sent but unanswered), {elapsed:.1f} s"
+        f"crash test: {len(ledger.acked)} acknowledged events checked after {ROUNDS} SIGKILLs "
+        f"({len(ledger.sent) - len(ledger.acked)} sent but unanswered), {elapsed:.1f} s"
     )
-    record_property("acknowledged_events_checked", len(acked))
+    record_property("acknowledged_events_checked", len(ledger.acked))
     with capsys.disabled():
         print(f"\n{summary}")
     assert kills_with_events >= ROUNDS // 2, f"too few rounds fired anything before the kill: {summary}"
-    assert len(acked) >= 200, f"too few events to say much: {summary}"
+    assert len(ledger.acked) >= 200, f"too few events to say much: {summary}"
 
 
 @pytest.mark.time_limit(60)
@@ -158,39 +171,22 @@ def test_sigkill_during_snapshots_and_segment_rolls(reactord, tmp_path, capsys):
     data_dir = tmp_path / "data"
     rng = random.Random(11)
     flags = ("--data-dir", str(data_dir), "--segment-bytes", "4096", "--snapshot-events", "100", "--log-level", "notice")
-    acked: set[str] = set()
-    sent: set[str] = set()
-    per_client: list[list[str]] = []
-    acked_per_client: list[list[str]] = []
-    last_version = 0
+    ledger = Ledger()
     rounds = 10
     for round_number in range(rounds + 1):
         server = reactord(*flags)
-        version, _ = check_directory_state(server, acked, sent, per_client, acked_per_client, history_from=None)
-        assert version >= last_version
+        version, _ = check_directory_state(server, ledger, history_from=None)
+        assert version >= ledger.last_version
         if round_number == rounds:
             break
-        stop = threading.Event()
-        clients = [Client(server.port, round_number, number, stop) for number in range(CLIENTS)]
-        for client in clients:
-            client.start()
-        time.sleep(rng.uniform(0.05, 0.4))
-        server.kill()
-        stop.set()
-        for client in clients:
-            client.join(10)
-            assert not client.is_alive() and not client.refused, client.refused[:3]
-            acked.update(client.acked)
-            sent.update(client.sent)
-            per_client.append(client.sent)
-            acked_per_client.append(client.acked)
-            if client.versions:
-                last_version = max(last_version, client.versions[-1])
+        for client in fire_until_killed(server, round_number, rng):
+            assert not client.refused, client.refused[:3]
+            ledger.record(client)
     # A kill between writing a snapshot and removing the one it replaces leaves both; the last
     # start (the loop's final round) kept the newest and removed the rest.
     assert server.stop() == 0
     snapshots = sorted((data_dir / "snapshots").glob("*.snapshot"))
     assert len(snapshots) == 1 and int(snapshots[0].stem) > 0, snapshots
     with capsys.disabled():
-        print(f"\ncrash test with snapshots: {len(acked)} acknowledged events checked after {rounds} SIGKILLs")
-    assert len(acked) >= 200
+        print(f"\ncrash test with snapshots: {len(ledger.acked)} acknowledged events checked after {rounds} SIGKILLs")
+    assert len(ledger.acked) >= 200

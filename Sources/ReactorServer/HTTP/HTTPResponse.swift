@@ -90,6 +90,7 @@ final class HTTPResponseEncoder {
 
     /// The last response encoded; valid until the next `encode`.
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: count) }
+    /// A copy of `bytes`, for tests.
     var buffer: [UInt8] { Array(bytes) }
 
     /// Encodes `response` as the answer to a request; `isHead` leaves the body out but keeps its length.
@@ -151,44 +152,12 @@ final class HTTPResponseEncoder {
     }
 
     private func writeDecimal(_ value: Int) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &digits) { scratch in
-            var start = scratch.count
-            var rest = value
-            repeat {
-                start -= 1
-                scratch[start] = 48 + UInt8(rest % 10)
-                rest /= 10
-            } while rest > 0
-            write(UnsafeRawBufferPointer(rebasing: scratch[start...]))
-        }
+        DecimalDigits.withDigits(of: UInt64(value)) { write($0) }
     }
 
     private func resize(to newCapacity: Int) {
         storage.deallocate()
         capacity = newCapacity
         storage = .allocate(byteCount: capacity, alignment: 1)
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Appends the decimal digits of `value` (not negative), without making a String.
-    mutating func appendDecimal<T: BinaryInteger>(_ value: T) {
-        if value < 10 {
-            append(48 + UInt8(value))
-            return
-        }
-        // Digits come out last first: written backwards into a small buffer on the stack, then
-        // appended at once (reversing a slice of the array in place would copy it first).
-        var rest = UInt64(value)
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var start = digits.count
-            while rest > 0 {
-                start -= 1
-                digits[start] = 48 + UInt8(rest % 10)
-                rest /= 10
-            }
-            append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
-        }
     }
 }

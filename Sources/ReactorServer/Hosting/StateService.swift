@@ -209,18 +209,15 @@ final class StateService<StateType: HostedState> {
         // Written in place into one allocation sized for the longest version.
         [UInt8](unsafeUninitializedCapacity: 32) { bytes, count in
             let prefix: StaticString = #"{"version":"#
-            let prefixCount = prefix.utf8CodeUnitCount
-            UnsafeMutableRawBufferPointer(bytes).copyMemory(from: UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefixCount))
-            var digits = 0
-            var rest = version
-            repeat { digits += 1; rest /= 10 } while rest > 0
-            rest = version
-            for index in stride(from: prefixCount + digits - 1, through: prefixCount, by: -1) {
-                bytes[index] = 48 + UInt8(rest % 10)
-                rest /= 10
+            let body = UnsafeMutableRawBufferPointer(bytes)
+            body.copyMemory(from: UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+            count = prefix.utf8CodeUnitCount
+            DecimalDigits.withDigits(of: version) { digits in
+                UnsafeMutableRawBufferPointer(rebasing: body[count...]).copyMemory(from: digits)
+                count += digits.count
             }
-            bytes[prefixCount + digits] = UInt8(ascii: "}")
-            count = prefixCount + digits + 1
+            bytes[count] = UInt8(ascii: "}")
+            count += 1
         }
     }
 
