@@ -8,6 +8,22 @@ public enum JSONMemberReading: Sendable, Equatable {
     case notAnObject
 }
 
+/// A member's value as `JSONParser.forEachMember(in:_:)` hands it over: a string without escapes
+/// as its UTF-8 bytes (checked, and valid only during the call), anything else parsed. Readers that
+/// match a string against a few known ones (an event's type, a path they have seen) need no String.
+public enum JSONMemberValue {
+    case unescapedString(UnsafeRawBufferPointer)
+    case parsed(JSON)
+
+    /// The value as JSON.
+    public var json: JSON {
+        switch self {
+        case .unescapedString(let bytes): .string(String(decoding: bytes, as: UTF8.self))
+        case .parsed(let value): value
+        }
+    }
+}
+
 extension JSONParser {
     /// Reads `bytes` as a document whose value is one object, handing each member to `body` in order
     /// without building the object: for decoders that know which members they want (an event's
@@ -20,7 +36,7 @@ extension JSONParser {
     /// caller that stops must not take the document for well-formed.
     public func forEachMember(
         in bytes: UnsafeRawBufferPointer,
-        _ body: (_ key: UnsafeRawBufferPointer, _ value: JSON) -> Bool
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: JSONMemberValue) -> Bool
     ) throws(JSONParseError) -> JSONMemberReading {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONParseError(message: "unexpected end of input, expected a JSON value", offset: 0, line: 1, column: 1)
@@ -36,7 +52,7 @@ extension JSONParser {
 
 extension JSONByteReader {
     /// `parseDocument` for an object, with each member handed to `body` instead of stored.
-    mutating func readMembers(_ body: (UnsafeRawBufferPointer, JSON) -> Bool) throws(JSONParseError) -> JSONMemberReading {
+    mutating func readMembers(_ body: (UnsafeRawBufferPointer, JSONMemberValue) -> Bool) throws(JSONParseError) -> JSONMemberReading {
         if count >= 3, base[0] == 0xEF, base[1] == 0xBB, base[2] == 0xBF {
             throw error("a byte order mark is not allowed", at: 0)
         }
@@ -67,7 +83,15 @@ extension JSONByteReader {
                 key = try parseString()
             }
             try skipColonAfterKey()
-            let value = try parseValue(depth: 1)
+            let value: JSONMemberValue
+            if position < count, base[position] == ASCII.quote {
+                switch try parseStringContent() {
+                case .unescaped(let bytes): value = .unescapedString(UnsafeRawBufferPointer(bytes))
+                case .decoded(let string): value = .parsed(.string(string))
+                }
+            } else {
+                value = .parsed(try parseValue(depth: 1))
+            }
             let proceed: Bool
             if let plainEnd {
                 proceed = body(UnsafeRawBufferPointer(start: base + keyStart, count: plainEnd - keyStart), value)

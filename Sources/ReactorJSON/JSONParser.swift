@@ -351,6 +351,21 @@ struct JSONByteReader {
 
     /// Parses a string starting at its opening quote.
     mutating func parseString() throws(JSONParseError) -> String {
+        switch try parseStringContent() {
+        case .unescaped(let bytes): String(decoding: bytes, as: UTF8.self)
+        case .decoded(let string): string
+        }
+    }
+
+    /// A string's content: without escapes, its own bytes between the quotes (checked UTF-8, so
+    /// no String need be made to hold them); with escapes, decoded.
+    enum StringContent {
+        case unescaped(UnsafeBufferPointer<UInt8>)
+        case decoded(String)
+    }
+
+    @inline(__always)
+    mutating func parseStringContent() throws(JSONParseError) -> StringContent {
         let quoteOffset = position
         position += 1
         let start = position
@@ -359,14 +374,12 @@ struct JSONByteReader {
         while position < count {
             let byte = base[position]
             if byte == ASCII.quote {
-                let string = String(
-                    decoding: UnsafeBufferPointer(start: base + start, count: position - start),
-                    as: UTF8.self)
+                let content = UnsafeBufferPointer(start: base + start, count: position - start)
                 position += 1
-                return string
+                return .unescaped(content)
             }
             if byte == ASCII.backslash {
-                return try parseEscapedString(contentStart: start, quoteOffset: quoteOffset)
+                return .decoded(try parseEscapedString(contentStart: start, quoteOffset: quoteOffset))
             }
             if byte < ASCII.space {
                 throw controlCharacterError(byte)

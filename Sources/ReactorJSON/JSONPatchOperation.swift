@@ -19,6 +19,12 @@ public enum JSONPatchOperation: Sendable, Hashable {
         }
     }
 
+    /// Whether this is a `test`, which changes nothing.
+    public var isTest: Bool {
+        if case .test = self { return true }
+        return false
+    }
+
     /// The "path" member: the location the operation acts on.
     public var path: JSONPointer {
         switch self {

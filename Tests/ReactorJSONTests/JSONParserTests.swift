@@ -308,7 +308,7 @@ final class JSONMemberReaderTests: XCTestCase {
         let reading = try Array(text.utf8).withUnsafeBytes { bytes throws(JSONParseError) in
             try JSONParser().forEachMember(in: bytes) { key, value in
                 keys.append(String(decoding: key, as: UTF8.self))
-                values.append(value)
+                values.append(value.json)
                 return keys.count < limit
             }
         }

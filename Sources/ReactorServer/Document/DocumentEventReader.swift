@@ -27,38 +27,48 @@ enum DocumentEventReader {
     private enum Kind {
         case set, merge, remove, increment, append, patch
 
-        init?(_ json: JSON) {
-            guard case .string(let name) = json else { return nil }
-            switch name {
-            case "set": self = .set
-            case "merge": self = .merge
-            case "remove": self = .remove
-            case "increment": self = .increment
-            case "append": self = .append
-            case "patch": self = .patch
-            default: return nil
-            }
+        /// The kind a `"type"` names; nil for any other name, or a value that is not a string.
+        init?(_ member: JSONMemberValue) {
+            // An escaped spelling of a known name ("s\u0065t") is left to the registry.
+            guard case .unescapedString(let name) = member else { return nil }
+            if matches(name, "increment") { self = .increment }
+            else if matches(name, "set") { self = .set }
+            else if matches(name, "merge") { self = .merge }
+            else if matches(name, "remove") { self = .remove }
+            else if matches(name, "append") { self = .append }
+            else if matches(name, "patch") { self = .patch }
+            else { return nil }
         }
     }
 
     private struct Members {
         var kind: Kind?
-        var path: JSON?
+        /// The `"path"`, parsed as soon as it is read (its bytes do not outlive the call).
+        var pointer: JSONPointer?
         var value: JSON?
         var by: JSON?
         var ops: JSON?
 
-        /// Keeps a member; false (stop, leave it to the registry) for an unknown or repeated one.
-        mutating func take(_ key: UnsafeRawBufferPointer, _ member: JSON) -> Bool {
+        /// Keeps a member; false (stop, leave it to the registry) for an unknown, repeated or
+        /// invalid one.
+        mutating func take(_ key: UnsafeRawBufferPointer, _ member: JSONMemberValue) -> Bool {
             if matches(key, "type") {
                 guard kind == nil, let named = Kind(member) else { return false }
                 kind = named
                 return true
             }
-            if matches(key, "path") { return Self.keep(member, in: &path) }
-            if matches(key, "value") { return Self.keep(member, in: &value) }
-            if matches(key, "by") { return Self.keep(member, in: &by) }
-            if matches(key, "ops") { return Self.keep(member, in: &ops) }
+            if matches(key, "path") {
+                guard pointer == nil else { return false }
+                switch member {
+                case .unescapedString(let text): pointer = RecentPointers.pointer(text)
+                case .parsed(.string(let text)): pointer = RecentPointers.pointer(text)
+                case .parsed: return false
+                }
+                return pointer != nil
+            }
+            if matches(key, "value") { return Self.keep(member.json, in: &value) }
+            if matches(key, "by") { return Self.keep(member.json, in: &by) }
+            if matches(key, "ops") { return Self.keep(member.json, in: &ops) }
             return false
         }
 
@@ -73,17 +83,17 @@ enum DocumentEventReader {
         func event(of kind: Kind) -> DocumentEvent? {
             switch kind {
             case .set, .merge, .append:
-                guard by == nil, ops == nil, let value, let pointer = pointer() else { return nil }
+                guard by == nil, ops == nil, let value, let pointer else { return nil }
                 switch kind {
                 case .set: return .set(path: pointer, value: value)
                 case .merge: return .merge(path: pointer, value: value)
                 default: return .append(path: pointer, value: value)
                 }
             case .remove:
-                guard value == nil, by == nil, ops == nil, let pointer = pointer() else { return nil }
+                guard value == nil, by == nil, ops == nil, let pointer else { return nil }
                 return .remove(path: pointer)
             case .increment:
-                guard value == nil, ops == nil, let pointer = pointer() else { return nil }
+                guard value == nil, ops == nil, let pointer else { return nil }
                 switch by {
                 case nil: return .increment(path: pointer, by: 1)
                 case .integer(let amount)?: return .increment(path: pointer, by: .integer(amount))
@@ -91,15 +101,10 @@ enum DocumentEventReader {
                 default: return nil
                 }
             case .patch:
-                guard path == nil, value == nil, by == nil, let ops, case .array = ops,
+                guard pointer == nil, value == nil, by == nil, let ops, case .array = ops,
                       let operations = try? JSONPatch.operations(from: ops) else { return nil }
                 return .patch(operations)
             }
-        }
-
-        private func pointer() -> JSONPointer? {
-            guard case .string(let text)? = path else { return nil }
-            return RecentPointers.pointer(text)
         }
     }
 }

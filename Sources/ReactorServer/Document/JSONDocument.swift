@@ -11,8 +11,8 @@ public struct JSONDocument: HostedState, Equatable {
         didSet { lastChanges = nil }
     }
 
-    /// The operations the last applied event made (see `DocumentChanges`); nil after a JSON Patch
-    /// event, for a document changed any other way, or not changed yet. A rejected event leaves
+    /// The operations the last applied event made (see `DocumentChanges`); nil for a document
+    /// changed any other way, or not changed yet. A rejected event leaves
     /// them, like the document, as they were. Not part of the document: equal documents may have got where they are by
     /// different events.
     public private(set) var lastChanges: [JSONPatchOperation]?

@@ -5,27 +5,40 @@ import Foundation
 /// String per token each time. Per thread, so that the loop thread (or a replay) needs no lock.
 final class RecentPointers {
     private static let capacity = 8
-    private var texts: [String] = []
+    /// The paths' UTF-8, compared as bytes: a path read from a request is never made a String
+    /// while it is among these.
+    private var texts: [[UInt8]] = []
     private var pointers: [JSONPointer] = []
     private var next = 0
 
     /// The pointer `text` spells, parsed once while it is among the recent ones; nil if it is none.
-    static func pointer(_ text: String) -> JSONPointer? {
+    static func pointer(_ text: UnsafeRawBufferPointer) -> JSONPointer? {
         current.pointer(text)
     }
 
-    private func pointer(_ text: String) -> JSONPointer? {
-        for index in texts.indices where texts[index] == text { return pointers[index] }
-        guard let pointer = try? JSONPointer(text) else { return nil }
+    static func pointer(_ text: String) -> JSONPointer? {
+        var text = text
+        return text.withUTF8 { current.pointer(UnsafeRawBufferPointer($0)) }
+    }
+
+    private func pointer(_ text: UnsafeRawBufferPointer) -> JSONPointer? {
+        for index in texts.indices where Self.equal(texts[index], text) { return pointers[index] }
+        guard let pointer = try? JSONPointer(String(decoding: text, as: UTF8.self)) else { return nil }
         if texts.count < Self.capacity {
-            texts.append(text)
+            texts.append(Array(text))
             pointers.append(pointer)
         } else {
-            texts[next] = text
+            texts[next] = Array(text)
             pointers[next] = pointer
             next = (next + 1) % Self.capacity
         }
         return pointer
+    }
+
+    private static func equal(_ stored: [UInt8], _ text: UnsafeRawBufferPointer) -> Bool {
+        guard stored.count == text.count else { return false }
+        guard text.count > 0 else { return true }  // an empty buffer may have no address
+        return stored.withUnsafeBytes { memcmp($0.baseAddress!, text.baseAddress!, text.count) == 0 }
     }
 
     /// This thread's cache, made on first use and released when the thread ends.

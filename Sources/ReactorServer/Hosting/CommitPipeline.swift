@@ -38,10 +38,18 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     private let options: Options
     private let metrics: ServerMetrics
 
-    /// The newest state the log holds: what clients may see.
+    /// The newest state the log holds: what clients may see. Without a log, the core's own state.
+    var published: (version: UInt64, state: StateType) {
+        guard let journaledState else { return core.snapshot() }
+        return (publishedVersion, journaledState)
+    }
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only; callbacks run on copies, never during a modification;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) private(set) var published: (version: UInt64, state: StateType)
+    @exclusivity(unchecked) private(set) var publishedVersion: UInt64
+    /// The published state, held only with a log (where it lags behind the core's). Without one the
+    /// core's state is the published one: held here as well, a document's root would have two
+    /// owners, and the core would copy it on every event.
+    @exclusivity(unchecked) private var journaledState: StateType?
     @exclusivity(unchecked) private var observers: [(StateType, UInt64) -> Void] = []
     @exclusivity(unchecked) private var pending: [Entry] = []
     @exclusivity(unchecked) private var appending = false
@@ -65,8 +73,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         self.loop = loop
         self.options = options
         self.logger = logger
-        published = (version, state)
+        publishedVersion = version
         if log != nil {
+            journaledState = state
             endOfIteration = PrepareWatcher(loop: loop) { [unowned self] in flush() }
             core.add(interceptor: ConcreteInterceptor(JournalableEventInterceptor<StateType>()))
         }
@@ -81,12 +90,12 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// Runs `resume` once `version` is published: with nil, or with the 503 problem if the log
     /// failed first (the event was then undone).
     func whenPublished(_ version: UInt64, _ resume: @escaping (Problem?) -> Void) {
-        if version <= published.version { return resume(nil) }
+        if version <= publishedVersion { return resume(nil) }
         waiters.append((version, resume))
     }
 
     /// Whether clients may see `version` already.
-    func isPublished(_ version: UInt64) -> Bool { version <= published.version }
+    func isPublished(_ version: UInt64) -> Bool { version <= publishedVersion }
 
     var isHealthy: Bool { failure == nil }
 
@@ -186,7 +195,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     }
 
     private func publish(_ state: StateType, _ version: UInt64) {
-        published = (version, state)
+        publishedVersion = version
+        if log != nil { journaledState = state }
         for observer in observers { observer(state, version) }
         while let first = waiters.first, first.version <= version {
             waiters.removeFirst().resume(nil)
@@ -197,12 +207,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// everyone waiting with a 503.
     private func fail(_ error: EventLogError) {
         logger.error("the journal refused events; they are undone and not acknowledged", metadata: [
-            "error": "\(error)", "published": "\(published.version)",
+            "error": "\(error)", "published": "\(publishedVersion)",
         ])
         failure = error
         pending.removeAll()
-        metrics.eventsUndone += core.version - published.version
-        core.restore(state: published.state, version: published.version)
+        metrics.eventsUndone += core.version - publishedVersion
+        let (version, state) = published
+        core.restore(state: state, version: version)
         let problem = Problem.journalUnavailable(error)
         while let waiter = waiters.popFirst() { waiter.resume(problem) }
     }

@@ -37,7 +37,7 @@ final class HistoryService<StateType: HostedState> {
         case (.success(let a), .success(let b)): (since, limit) = (a, Int(b))
         case (.failure(let problem), _), (_, .failure(let problem)): return respond(problem.response)
         }
-        let published = pipeline.published.version
+        let published = pipeline.publishedVersion
         log.read(after: since, limit: limit) { result in
             switch result {
             case .success(let records):
@@ -65,7 +65,7 @@ final class HistoryService<StateType: HostedState> {
 
     /// Answers with the selected value of the state at `version` (an earlier one than published).
     func state(at version: UInt64, pointer: JSONPointer?, respond: @escaping (HTTPResponse) -> Void) {
-        let published = pipeline.published.version
+        let published = pipeline.publishedVersion
         guard version <= published else {
             return respond(Problem.versionNotFound(version, current: published).response)
         }

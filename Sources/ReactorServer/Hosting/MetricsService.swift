@@ -54,7 +54,7 @@ final class MetricsService<StateType: HostedState> {
         text.family("reactor_events_rate_limited_total", .counter, help: "Events refused with 429 by a token's rate limit.")
         text.sample("reactor_events_rate_limited_total", metrics.rateLimitedEvents)
         text.family("reactor_state_version", .gauge, help: "The version of the published state.")
-        text.sample("reactor_state_version", pipeline.published.version)
+        text.sample("reactor_state_version", pipeline.publishedVersion)
 
         text.family("reactor_subscribers", .gauge, help: "Subscribers connected, over WebSocket and Server-Sent Events.")
         text.sample("reactor_subscribers", hub.subscriberCount)

@@ -57,11 +57,14 @@ public final class StateServer<StateType: HostedState> {
         metricsService.http = http
     }
 
+    /// The subscription hub (for tests of what it keeps).
+    var subscriptionHub: SubscriptionHub<StateType> { subscriptions.hub }
+
     /// Subscribers connected now, over WebSocket and Server-Sent Events.
     public var subscriberCount: Int { subscriptions.hub.subscriberCount }
 
     /// The newest version clients may see: with a log, the newest one it holds.
-    public var publishedVersion: UInt64 { pipeline.published.version }
+    public var publishedVersion: UInt64 { pipeline.publishedVersion }
 
     /// Binds and listens.
     public func start() throws(UVError) {

@@ -43,7 +43,7 @@ final class StateService<StateType: HostedState> {
             respond(live)
         }
         router.add(.get, "/readyz", scope: nil) { [unowned self] _, _, respond in
-            let version = JSON.integer(Int64(pipeline.published.version))
+            let version = JSON.integer(Int64(pipeline.publishedVersion))
             guard let failure = pipeline.failure else {
                 return respond(.json(JSON.object(["status": "ready", "version": version]).jsonBytes))
             }
@@ -206,19 +206,15 @@ final class StateService<StateType: HostedState> {
     }
 
     static func versionBody(_ version: UInt64) -> [UInt8] {
-        // Written in place into one allocation sized for the longest version.
-        [UInt8](unsafeUninitializedCapacity: 32) { bytes, count in
-            let prefix: StaticString = #"{"version":"#
-            let body = UnsafeMutableRawBufferPointer(bytes)
-            body.copyMemory(from: UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
-            count = prefix.utf8CodeUnitCount
-            DecimalDigits.withDigits(of: version) { digits in
-                UnsafeMutableRawBufferPointer(rebasing: body[count...]).copyMemory(from: digits)
-                count += digits.count
-            }
-            bytes[count] = UInt8(ascii: "}")
-            count += 1
-        }
+        // Reserved, then appended to: `Array(unsafeUninitializedCapacity:)` is not specialised, and
+        // looks the array's storage type up at run time on every call.
+        var body: [UInt8] = []
+        body.reserveCapacity(32)
+        let prefix: StaticString = #"{"version":"#
+        body.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+        body.appendDecimal(version)
+        body.append(UInt8(ascii: "}"))
+        return body
     }
 
     // MARK: GET /state
@@ -238,7 +234,7 @@ final class StateService<StateType: HostedState> {
             switch HistoryService<StateType>.integer(request, "version", default: 0, in: 0...UInt64(Int64.max)) {
             case .failure(let problem):
                 return respond(problem.response)
-            case .success(let version) where version != pipeline.published.version:
+            case .success(let version) where version != pipeline.publishedVersion:
                 return history.state(at: version, pointer: pointer, respond: respond)
             case .success:
                 break

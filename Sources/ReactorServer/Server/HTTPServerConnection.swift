@@ -9,12 +9,15 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private unowned(unsafe) let server: HTTPServer
     private let parser: HTTPRequestParser
 
-    /// Responses not yet written, in request order; `nil` while a request is being handled.
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) private var slots: [Slot?] = []
+    /// Requests are numbered as they are read; `firstSlotSequence` is the one whose answer is due next.
     @exclusivity(unchecked) private var firstSlotSequence: UInt64 = 0
     @exclusivity(unchecked) private var nextSequence: UInt64 = 0
+    /// Answers ready before their turn: `slots[i]` is the one to request `firstSlotSequence + i`
+    /// (`nil`: not ready). Empty unless a pipelined request was answered out of order, so an answer
+    /// that is due at once touches no queue.
+    @exclusivity(unchecked) private var slots: [Slot?] = []
     /// After this response the connection closes (a request without keep-alive, or an error).
     @exclusivity(unchecked) private var closeAfter: UInt64?
     @exclusivity(unchecked) private var isReadingPaused = false
@@ -48,7 +51,9 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         tcp.startReading()
     }
 
-    var hasPendingResponses: Bool { !slots.isEmpty }
+    var hasPendingResponses: Bool { nextSequence != firstSlotSequence }
+    /// Requests read and not answered yet.
+    private var pendingCount: Int { Int(nextSequence - firstSlotSequence) }
 
     // MARK: TCPConnectionDelegate
 
@@ -94,7 +99,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             }
             if tcp.isClosed { return }
         }
-        if slots.count >= server.configuration.maxPipelinedRequests && !isReadingPaused {
+        if pendingCount >= server.configuration.maxPipelinedRequests && !isReadingPaused {
             isReadingPaused = true
             tcp.stopReading()
         }
@@ -107,7 +112,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             return fail(with: Problem.parseError(error, limits: parser.limits), head: parser.failedRequestHead)
         }
         isMidRequest = false
-        if slots.isEmpty {
+        if !hasPendingResponses {
             tcp.close()
         } else {
             closeAfter = nextSequence - 1
@@ -126,7 +131,6 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private func handle(_ request: HTTPRequest) {
         let sequence = nextSequence
         nextSequence += 1
-        slots.append(nil)
         if !request.keepAlive { closeAfter = sequence }
         server.handle(request, from: self, sequence: sequence)
     }
@@ -135,7 +139,6 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private func fail(with problem: Problem, head: HTTPRequest?) {
         let sequence = nextSequence
         nextSequence += 1
-        slots.append(nil)
         closeAfter = sequence
         server.handleFailure(problem, head: head, from: self, sequence: sequence)
     }
@@ -157,11 +160,13 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         if sequence == firstSlotSequence {
             // Due now (always, without pipelining): written straight away, never stored, so the
             // response is not copied into the queue and out again.
-            slots.removeFirst()
+            if !slots.isEmpty { slots.removeFirst() }
             firstSlotSequence += 1
             guard send(response, sequence: sequence, isHead: context.isHead, keepAliveHeader: context.keepAliveHeader) else { return }
         } else {
-            slots[Int(sequence - firstSlotSequence)] = Slot(response: response, isHead: context.isHead, keepAliveHeader: context.keepAliveHeader)
+            let index = Int(sequence - firstSlotSequence)
+            if slots.count <= index { slots.append(contentsOf: repeatElement(nil, count: index + 1 - slots.count)) }
+            slots[index] = Slot(response: response, isHead: context.isHead, keepAliveHeader: context.keepAliveHeader)
         }
         // Answers that were waiting for this one.
         while !slots.isEmpty, slots[0] != nil {
@@ -172,11 +177,11 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             firstSlotSequence += 1
             guard send(slot.response, sequence: current, isHead: slot.isHead, keepAliveHeader: slot.keepAliveHeader) else { return }
         }
-        if isReadingPaused && slots.count < server.configuration.maxPipelinedRequests {
+        if isReadingPaused && pendingCount < server.configuration.maxPipelinedRequests {
             isReadingPaused = false
             tcp.startReading()
         }
-        if slots.isEmpty && !isMidRequest {
+        if !hasPendingResponses && !isMidRequest {
             deadline = server.now + server.idleTimeoutMilliseconds
         }
     }
@@ -191,7 +196,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             return false
         }
         // While the server shuts down, the last answer due is the last one: it says so.
-        let closing = closeAfter == sequence || (server.isShuttingDown && slots.isEmpty && !isMidRequest)
+        let closing = closeAfter == sequence || (server.isShuttingDown && !hasPendingResponses && !isMidRequest)
         server.write(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, to: tcp)
         if closing {
             isClosing = true

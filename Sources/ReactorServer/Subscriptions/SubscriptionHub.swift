@@ -15,10 +15,18 @@ final class SubscriptionHub<StateType: HostedState> {
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only; subscribers are called on copies, never during a modification;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
     @exclusivity(unchecked) private(set) var version: UInt64 = 0
-    @exclusivity(unchecked) private(set) var state: JSON = .null
+    /// The JSON of the state at `version`, held only while the next transition needs it: to diff
+    /// against when the state does not record its changes, or for sub-tree selections, which diff
+    /// their own part. Held always, a document's root would have a second owner, and the core would
+    /// copy it on every event.
+    @exclusivity(unchecked) private var kept: JSON?
     @exclusivity(unchecked) private var hasState = false
+    /// The published state, for what needs the current JSON while none is kept (snapshots).
+    private let published: () -> StateType
     @exclusivity(unchecked) private var window: TransitionWindow
     @exclusivity(unchecked) private var groups: [SubscriptionSelection: [ObjectIdentifier: any SubscriptionSink]] = [:]
+    /// How many of `groups` select a sub-tree.
+    @exclusivity(unchecked) private var subtreeGroups = 0
     /// Snapshots of the current version by selection: many subscribers arriving together share one.
     @exclusivity(unchecked) private var snapshots: [SubscriptionSelection: SubscriberMessage] = [:]
     private let logger: Logger
@@ -48,9 +56,21 @@ final class SubscriptionHub<StateType: HostedState> {
         }
     }
 
-    init(windowCapacity: Int, logger: Logger) {
+    init(windowCapacity: Int, logger: Logger, published: @escaping () -> StateType) {
         window = TransitionWindow(capacity: windowCapacity)
         self.logger = logger
+        self.published = published
+    }
+
+    /// The JSON of the state at `version`.
+    private var current: JSON {
+        if let kept { return kept }
+        do {
+            return try published().jsonValue()
+        } catch {
+            logger.error("cannot encode the state for subscribers", metadata: ["version": "\(version)", "error": "\(error)"])
+            return .null
+        }
     }
 
     func update(with newState: StateType, version newVersion: UInt64) {
@@ -63,68 +83,76 @@ final class SubscriptionHub<StateType: HostedState> {
         }
         guard hasState else {
             hasState = true
-            (state, version) = (json, newVersion)
+            (kept, version) = (json, newVersion)
             return
         }
         // The state's own account of the event, when it keeps one and follows the version held here;
-        // a diff otherwise.
+        // a diff otherwise, or with nothing to diff against, the whole state.
         let recorded = newVersion == version + 1 ? newState.lastChanges : nil
-        let operations = recorded ?? JSONPatch.diff(from: state, to: json)
-        // The previous state is kept only for sub-tree selections, which diff their own part.
-        let previous: JSON? = groups.isEmpty ? nil : state
-        (state, version) = (json, newVersion)
+        let operations = recorded ?? kept.map { JSONPatch.diff(from: $0, to: json) } ?? [.replace(path: .root, value: json)]
+        let previous = kept
+        version = newVersion
+        // (`JSON` takes a nil literal too: `cond ? json : nil` would keep `JSON.null`.)
+        kept = recorded == nil || subtreeGroups > 0 ? json : Optional.none
         window.append(.init(version: newVersion, operations: operations))
         if !snapshots.isEmpty { snapshots.removeAll(keepingCapacity: true) }
-        guard let previous else { return }
         for (selection, sinks) in groups where !sinks.isEmpty {
-            guard let message = message(for: selection, previous: previous, rootOperations: operations) else { continue }
+            guard let message = message(for: selection, previous: previous, current: json, rootOperations: operations) else { continue }
             for sink in sinks.values { sink.deliver(message) }
         }
     }
 
     /// The message a selection's subscribers get for the transition just made; nil when the
     /// selection did not change.
-    private func message(for selection: SubscriptionSelection, previous: JSON, rootOperations: [JSONPatchOperation]) -> SubscriberMessage? {
+    private func message(for selection: SubscriptionSelection, previous: JSON?, current: JSON, rootOperations: [JSONPatchOperation]) -> SubscriberMessage? {
         let operations = selection.path.isRoot
             ? rootOperations
-            : JSONPatch.diff(from: previous[selection.path] ?? .null, to: state[selection.path] ?? .null)
+            : JSONPatch.diff(from: previous?[selection.path] ?? .null, to: current[selection.path] ?? .null)
         guard !operations.isEmpty else { return nil }
         switch selection.mode {
         case .patch: return .patch(version, operations)
-        case .state: return .state(version, state[selection.path] ?? .null)
+        case .state: return .state(version, current[selection.path] ?? .null)
         }
     }
 
     /// Adds `sink` and returns what it must be sent first: a snapshot, or what it missed since `since`.
     func subscribe(_ sink: any SubscriptionSink, to selection: SubscriptionSelection, since: UInt64?) -> [SubscriberMessage] {
+        if !selection.path.isRoot && groups[selection] == nil {
+            subtreeGroups += 1
+            // The next transition diffs this sub-tree against the state as it is now.
+            if kept == nil { kept = current }
+        }
         groups[selection, default: [:]][ObjectIdentifier(sink)] = sink
         subscriberCount += 1
         guard let since else { return [snapshot(for: selection)] }
         guard let missed = window.transitions(after: since, current: version) else {
             // Too old, or from a future this server never saw (a restart): start over, and say so.
-            return [.snapshot(version, state[selection.path] ?? .null, resumed: false)]
+            return [.snapshot(version, current[selection.path] ?? .null, resumed: false)]
         }
         if selection.path.isRoot && selection.mode == .patch {
             return missed.compactMap { $0.operations.isEmpty ? nil : .patch($0.version, $0.operations) }
         }
         // A sub-tree's own history is not kept: one message brings it from `since` to now.
-        let touched = missed.contains { $0.operations.contains { selection.isTouched(by: $0.path) } }
+        let touched = missed.contains { $0.operations.contains(where: selection.isTouched(by:)) }
         guard touched else { return [] }
-        let current = state[selection.path] ?? .null
-        return [selection.mode == .patch ? .patch(version, [.replace(path: .root, value: current)]) : .state(version, current)]
+        let part = current[selection.path] ?? .null
+        return [selection.mode == .patch ? .patch(version, [.replace(path: .root, value: part)]) : .state(version, part)]
     }
 
     func unsubscribe(_ sink: any SubscriptionSink, from selection: SubscriptionSelection) {
         if groups[selection]?.removeValue(forKey: ObjectIdentifier(sink)) != nil {
             subscriberCount -= 1
         }
-        if groups[selection]?.isEmpty == true { groups[selection] = nil }
+        if groups[selection]?.isEmpty == true {
+            groups[selection] = nil
+            if !selection.path.isRoot { subtreeGroups -= 1 }
+        }
     }
 
     /// A snapshot of the current version for `selection`, made once per version.
     func snapshot(for selection: SubscriptionSelection) -> SubscriberMessage {
         if let cached = snapshots[selection] { return cached }
-        let message = SubscriberMessage.snapshot(version, state[selection.path] ?? .null)
+        let message = SubscriberMessage.snapshot(version, current[selection.path] ?? .null)
         snapshots[selection] = message
         return message
     }

@@ -37,6 +37,12 @@ struct SubscriptionSelection: Hashable {
         return .success((SubscriptionSelection(path: path, mode: mode), since))
     }
 
+    /// Whether `operation` may have changed the selected part: a move changes where it comes from too.
+    func isTouched(by operation: JSONPatchOperation) -> Bool {
+        if case .move(let from, _) = operation, isTouched(by: from) { return true }
+        return operation.isTest ? false : isTouched(by: operation.path)
+    }
+
     /// Whether a change at `changed` (an operation's path) may change what this selection sees.
     func isTouched(by changed: JSONPointer) -> Bool {
         if changed.tokens.starts(with: path.tokens) || path.tokens.starts(with: changed.tokens) { return true }

@@ -23,7 +23,7 @@ final class SubscriptionService<StateType: HostedState> {
         self.loop = loop
         self.configuration = configuration
         self.logger = logger
-        hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, logger: logger)
+        hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, logger: logger) { [unowned pipeline] in pipeline.published.state }
         // Subscribers see published states only: with a journal, states already on disk.
         pipeline.addObserver { [hub] state, version in hub.update(with: state, version: version) }
     }

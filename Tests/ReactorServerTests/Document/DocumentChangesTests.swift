@@ -41,10 +41,12 @@ final class DocumentChangesTests: XCTestCase {
         XCTAssertEqual(try changes(of: .set(path: pointer(""), value: ["a": 1]), on: #"{"a":1}"#), [])
     }
 
-    func testAJSONPatchIsLeftToTheDiff() throws {
-        let add = JSONPatchOperation.add(path: try pointer("/a"), value: 2)
-        let remove = JSONPatchOperation.remove(path: try pointer("/a"))
-        XCTAssertNil(try changes(of: .patch([add, remove]), on: #"{"a":1}"#), "operations that undo one another are no change")
+    func testAJSONPatchRecordsItsOwnOperationsLessItsTests() throws {
+        let test = JSONPatchOperation.test(path: try pointer("/a"), value: 1)
+        let add = JSONPatchOperation.add(path: try pointer("/b"), value: true)
+        let move = JSONPatchOperation.move(from: try pointer("/a"), path: try pointer("/c"))
+        XCTAssertEqual(try changes(of: .patch([test, add, test, move]), on: #"{"a":1}"#), [add, move])
+        XCTAssertEqual(try changes(of: .patch([test]), on: #"{"a":1}"#), [], "a patch of tests changes nothing")
     }
 
     func testARejectedEventChangesNothingAndADirectEditLeavesNoChangesToMisread() throws {

@@ -15,7 +15,7 @@ final class SubscriptionHubTests: XCTestCase {
     private var version: UInt64 = 0
 
     override func setUp() {
-        hub = SubscriptionHub(windowCapacity: 4, logger: Logger(label: "test"))
+        hub = SubscriptionHub(windowCapacity: 4, logger: Logger(label: "test")) { [unowned self] in document }
         hub.update(with: document, version: 0)
     }
 
@@ -96,6 +96,9 @@ final class SubscriptionHubTests: XCTestCase {
         for changed in ["/b", "/a/other", "/a/list2", "/a/list/3/x"] {
             XCTAssertFalse(selection.isTouched(by: try JSONPointer(changed)), changed)
         }
+        XCTAssertTrue(selection.isTouched(by: .move(from: try JSONPointer("/a/list/2"), path: try JSONPointer("/b"))), "a move away")
+        XCTAssertFalse(selection.isTouched(by: .copy(from: try JSONPointer("/a/list/2"), path: try JSONPointer("/b"))), "a copy from")
+        XCTAssertFalse(selection.isTouched(by: .test(path: try JSONPointer("/a/list/2"), value: 1)), "a test")
     }
 
     func testAnUnsubscribedSinkGetsNothing() throws {
