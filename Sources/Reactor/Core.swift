@@ -150,7 +150,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
         submit(.perform { [self] in
             current = state
             currentVersion = version
-            notifyObservers()
+            notifyObservers(of: state)
         })
     }
 
@@ -336,10 +336,13 @@ public final class Core<StateType: State>: @unchecked Sendable {
     @inlinable
     func publishApplied(_ event: Event) {
         currentVersion += 1
+        // Read once: each read of `current` is an exclusivity check, and nothing changes it until
+        // this job ends (what middleware fires waits in the queue).
+        let state = current
         for (_, middleware) in middlewares {
-            middleware.process(event: event, state: current, version: currentVersion)
+            middleware.process(event: event, state: state, version: currentVersion)
         }
-        notifyObservers()
+        notifyObservers(of: state)
     }
 
     func applyBatch(
@@ -385,10 +388,10 @@ public final class Core<StateType: State>: @unchecked Sendable {
     }
 
     @inlinable
-    func notifyObservers() {
+    func notifyObservers(of state: StateType) {
         var index = 0
         while index < observers.count {
-            if observers[index].notify(current, currentVersion) {
+            if observers[index].notify(state, currentVersion) {
                 index += 1
             } else {
                 observers.remove(at: index).onRemove?()

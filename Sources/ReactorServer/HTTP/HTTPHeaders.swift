@@ -5,10 +5,12 @@
 /// field is looked up. Names compare ASCII-case-insensitively; values have surrounding
 /// whitespace removed.
 public struct HTTPHeaders: Sendable {
-    /// Offsets into `bytes`: the name is `start..<nameEnd`, the value `nameEnd..<end`.
+    /// Offsets into `bytes`: the name is `start..<nameEnd`, the value `valueStart..<end`. (A parsed
+    /// head keeps its bytes as they arrived, separators included, between the two.)
     struct Field: Hashable, Sendable {
         var start: UInt32
         var nameEnd: UInt32
+        var valueStart: UInt32
         var end: UInt32
     }
 
@@ -59,7 +61,7 @@ public struct HTTPHeaders: Sendable {
         bytes.append(contentsOf: name.utf8)
         let nameEnd = UInt32(bytes.count)
         bytes.append(contentsOf: value.utf8)
-        fields.append(Field(start: start, nameEnd: nameEnd, end: UInt32(bytes.count)))
+        fields.append(Field(start: start, nameEnd: nameEnd, valueStart: nameEnd, end: UInt32(bytes.count)))
         note(fields.count - 1)
     }
 
@@ -87,7 +89,7 @@ public struct HTTPHeaders: Sendable {
     var contentTypeBytes: ArraySlice<UInt8>? {
         guard contentTypeField >= 0 else { return nil }
         let field = fields[contentTypeField]
-        return bytes[Int(field.nameEnd)..<Int(field.end)]
+        return bytes[Int(field.valueStart)..<Int(field.end)]
     }
 
     // MARK: Lookup
@@ -100,7 +102,7 @@ public struct HTTPHeaders: Sendable {
     /// The first value of `name` without creating a String.
     public func firstValueBytes(_ name: String) -> ArraySlice<UInt8>? {
         guard let field = firstField(named: name) else { return nil }
-        return bytes[Int(field.nameEnd)..<Int(field.end)]
+        return bytes[Int(field.valueStart)..<Int(field.end)]
     }
 
     /// Every value of `name`, in order.
@@ -109,7 +111,7 @@ public struct HTTPHeaders: Sendable {
         return name.withUTF8 { wanted in
             fields.compactMap { field in
                 nameMatches(field, wanted)
-                    ? String(decoding: bytes[Int(field.nameEnd)..<Int(field.end)], as: UTF8.self) : nil
+                    ? String(decoding: bytes[Int(field.valueStart)..<Int(field.end)], as: UTF8.self) : nil
             }
         }
     }
@@ -133,7 +135,7 @@ public struct HTTPHeaders: Sendable {
             token.withUTF8 { token in
                 fields.contains { field in
                     guard nameMatches(field, wanted) else { return false }
-                    return bytes[Int(field.nameEnd)..<Int(field.end)]
+                    return bytes[Int(field.valueStart)..<Int(field.end)]
                         .split(separator: UInt8(ascii: ","))
                         .contains { HTTPASCII.caseInsensitiveEqual(HTTPASCII.trimmingWhitespace($0), token) }
                 }
@@ -160,7 +162,7 @@ extension HTTPHeaders: RandomAccessCollection {
         let field = fields[position]
         return (
             String(decoding: bytes[Int(field.start)..<Int(field.nameEnd)], as: UTF8.self),
-            String(decoding: bytes[Int(field.nameEnd)..<Int(field.end)], as: UTF8.self)
+            String(decoding: bytes[Int(field.valueStart)..<Int(field.end)], as: UTF8.self)
         )
     }
 }
@@ -171,7 +173,7 @@ extension HTTPHeaders: Equatable {
         guard lhs.fields.count == rhs.fields.count else { return false }
         return zip(lhs.fields, rhs.fields).allSatisfy { l, r in
             lhs.bytes[Int(l.start)..<Int(l.nameEnd)].elementsEqual(rhs.bytes[Int(r.start)..<Int(r.nameEnd)])
-                && lhs.bytes[Int(l.nameEnd)..<Int(l.end)].elementsEqual(rhs.bytes[Int(r.nameEnd)..<Int(r.end)])
+                && lhs.bytes[Int(l.valueStart)..<Int(l.end)].elementsEqual(rhs.bytes[Int(r.valueStart)..<Int(r.end)])
         }
     }
 }

@@ -5,19 +5,33 @@ import CUV
 /// It lives in a heap block that the callbacks reach through `llhttp_t.data`, not in the parser
 /// object: accessed through a pointer it costs no reference counting and no dynamic
 /// exclusivity checks, which a class's stored properties would on every callback.
+///
+/// A head (or a trailer section) is stored as the bytes it arrived as, from the target to the end of
+/// its last field, copied once: the callbacks only note where each piece lies, as offsets into that
+/// stream. Its bytes are copied when the section ends, or when an input ends before it does (the
+/// next input continues the stream), and only then are the fields checked and trimmed.
 struct HTTPRequestAssembly {
     let limits: HTTPLimits
 
     var request = HTTPRequest()
-    // Names and values arrive in pieces whenever the input is split, so they are accumulated
-    // here and indexed by `fields`; both move into `request.headers` once the head is complete,
-    // and are reused for trailers.
+    /// The section's bytes copied so far (from inputs before the current one); `fields` index them.
+    /// Both move into `request.headers` once the head is complete, and are reused for trailers.
     var fieldBytes: [UInt8] = []
     var fields: [HTTPHeaders.Field] = []
+    /// Where the section's stream continues in the current input (at offset `fieldBytes.count`);
+    /// nil while no section is being stored.
+    var streamStart: UnsafeRawPointer?
+    var inSection = false
+    /// Offsets in the section's stream: the target's end, the current field's pieces, and the end of
+    /// the last piece seen (where the section's bytes end so far).
+    var targetEnd = 0
     var fieldStart = 0
     var nameEnd = 0
+    var valueStart = -1
+    var sectionEnd = 0
+    var inName = false
     var sawExpectContinue = false
-    // Facts `HTTPHeaders` keeps, noted while each field is at hand.
+    // Facts `HTTPHeaders` keeps, noted when the head is complete.
     var hostCount = 0
     var contentTypeField = -1
 
@@ -42,11 +56,83 @@ struct HTTPRequestAssembly {
         self.limits = limits
     }
 
-    /// Moves the completed head into `request.headers`.
-    mutating func finishHead() {
+    /// Llhttp is about to execute `base`: a section under way continues there.
+    mutating func executionStarts(at base: UnsafeRawPointer) {
+        executeBase = base
+        if inSection { streamStart = base }
+    }
+
+    /// The execution that started at `executeBase` used its input up to `end` with the section still
+    /// open: what it holds of the section is copied, as the input will not outlive the call.
+    mutating func executionEnded(at end: UnsafeRawPointer) {
+        if inSection, let streamStart { store(upTo: end - streamStart) }
+        streamStart = nil
+        executeBase = nil
+    }
+
+    /// Copies the current input's part of the section, `count` bytes from `streamStart`.
+    private mutating func store(upTo count: Int) {
+        guard count > 0, let streamStart else { return }
+        if fieldBytes.capacity == 0 { fieldBytes.reserveCapacity(min(fieldBytesHint, limits.maxHeaderBytes)) }
+        // As typed bytes: the array copies them in one go (a raw buffer is appended byte by byte).
+        fieldBytes.append(contentsOf: UnsafeBufferPointer(start: streamStart.assumingMemoryBound(to: UInt8.self), count: count))
+        self.streamStart = streamStart + count
+    }
+
+    /// Copies the rest of the section and checks its fields; nil, or why the section is refused.
+    private mutating func finishSection() -> HTTPParseError? {
+        store(upTo: sectionEnd - fieldBytes.count)
+        inSection = false
+        streamStart = nil
+        let isHead = !inBody
+        return fieldBytes.withUnsafeBufferPointer { bytes -> HTTPParseError? in
+            for index in fields.indices {
+                let field = fields[index]
+                let (start, nameEnd, valueStart) = (Int(field.start), Int(field.nameEnd), Int(field.valueStart))
+                // llhttp 8.1 lets spaces into names ("Transfer-Encoding x: ..."); a proxy in front of us
+                // may read such a name differently, which is how requests get smuggled.
+                // A plain loop: `allSatisfy` on a slice costs several times as much per byte.
+                var position = start
+                guard position < nameEnd else { return .malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char") }
+                while position < nameEnd {
+                    guard isTokenByte(bytes[position]) else {
+                        return .malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char")
+                    }
+                    position += 1
+                }
+                // llhttp drops leading whitespace but keeps trailing whitespace, which is not part
+                // of the value (RFC 9110 §5.5).
+                var end = Int(field.end)
+                while end > valueStart, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") {
+                    end -= 1
+                }
+                if end != Int(field.end) { fields[index].end = UInt32(end) }
+                // Only the head's fields: trailers are not headers. (A trailer cannot set these in
+                // time to matter: they are read when the head completes.)
+                guard isHead else { continue }
+                let name = UnsafeBufferPointer(rebasing: bytes[start..<nameEnd])
+                if nameEnd - start == 6
+                    && HTTPASCII.caseInsensitiveEqual(name, lowercase: expectName)
+                    && HTTPASCII.caseInsensitiveEqual(UnsafeBufferPointer(rebasing: bytes[valueStart..<end]), lowercase: continueExpectation) {
+                    sawExpectContinue = true
+                }
+                switch HTTPHeaders.fact(ofFieldNamed: name) {
+                case .host?: hostCount += 1
+                case .contentType? where contentTypeField < 0: contentTypeField = index
+                default: break
+                }
+            }
+            return nil
+        }
+    }
+
+    /// Checks the completed head and moves it into `request`; nil, or why it is refused.
+    mutating func finishHead() -> HTTPParseError? {
+        if let error = finishSection() { return error }
+        request.target = fieldBytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[..<min(targetEnd, $0.count)]), as: UTF8.self) }
         // Capped so that one unusually large head does not make every later request reserve
         // as much.
-        fieldBytesHint = min(max(fieldBytes.count, request.target.utf8.count, 64), 4096)
+        fieldBytesHint = min(max(fieldBytes.count, 64), 4096)
         fieldsHint = min(max(fields.count, 4), 32)
         // Swapped out rather than copied: the buffers change owner without reference counting.
         var bytes: [UInt8] = []
@@ -54,11 +140,20 @@ struct HTTPRequestAssembly {
         swap(&bytes, &fieldBytes)
         swap(&index, &fields)
         request.headers = HTTPHeaders(bytes: bytes, fields: index, hostCount: hostCount, contentTypeField: contentTypeField)
-        fieldStart = 0
-        nameEnd = 0
+        resetSection()
+        // `inBody` is set by the parser once it has counted the head's bytes as the head's.
+        return nil
+    }
+
+    private mutating func resetSection() {
+        inSection = false
+        streamStart = nil
+        targetEnd = 0
+        sectionEnd = 0
+        inName = false
+        valueStart = -1
         hostCount = 0
         contentTypeField = -1
-        inBody = true
     }
 
     /// Hands the finished request out and forgets it, so no body buffer outlives its request here.
@@ -68,10 +163,7 @@ struct HTTPRequestAssembly {
         swap(&complete, &request)
         fieldBytes = []
         fields = []
-        fieldStart = 0
-        nameEnd = 0
-        hostCount = 0
-        contentTypeField = -1
+        resetSection()
         sawExpectContinue = false
         inBody = false
         headWireBytes = 0
@@ -86,7 +178,7 @@ struct HTTPRequestAssembly {
 
     /// Keeps `request`'s buffers, emptied, for the next request, unless one is under way or they are large.
     mutating func recycle(_ request: inout HTTPRequest) {
-        guard fieldBytes.capacity == 0, fields.capacity == 0, self.request.body.capacity == 0, !inBody else { return }
+        guard fieldBytes.capacity == 0, fields.capacity == 0, self.request.body.capacity == 0, !inBody, !inSection else { return }
         var (bytes, index) = request.headers.takeStorage()
         if bytes.capacity <= Self.recycledHeadBytes {
             bytes.removeAll(keepingCapacity: true)
@@ -106,6 +198,7 @@ struct HTTPRequestAssembly {
         request = HTTPRequest()
         fieldBytes = []
         fields = []
+        resetSection()
     }
 
     /// Bytes of buffer capacity held for the request in progress.
@@ -120,86 +213,68 @@ struct HTTPRequestAssembly {
         return -1
     }
 
-    /// Target, header name and header value bytes, in as many pieces as the input was split.
-    mutating func received(_ at: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
-        guard let at, count > 0 else { return 0 }
-        if inBody {
-            // Trailers: the wire count covers them together with the body framing, so only
-            // what is stored needs a limit of its own.
-            if fieldBytes.count + count > limits.maxHeaderBytes { return refuse(.headersTooLarge) }
-        } else if let executeBase, headWireBytes + (UnsafeRawPointer(at) + count - executeBase) > limits.maxHeaderBytes {
+    enum Piece { case target, name, value }
+
+    /// Target, header name and header value bytes, in as many pieces as the input was split: only
+    /// where they lie is noted.
+    mutating func received(_ piece: Piece, _ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
+        guard let bytes, count > 0 else { return 0 }
+        let at = UnsafeRawPointer(bytes)
+        if !inBody, let executeBase, headWireBytes + (at + count - executeBase) > limits.maxHeaderBytes {
             // Checked here too, not only between executions, so one huge read cannot make us
             // store more than the limit.
             return refuse(.headersTooLarge)
         }
-        if fieldBytes.capacity == 0 { fieldBytes.reserveCapacity(min(fieldBytesHint, limits.maxHeaderBytes)) }
-        // As typed bytes: the array copies them in one go (a raw buffer is appended byte by byte).
-        fieldBytes.append(contentsOf: UnsafeBufferPointer(start: UnsafeRawPointer(at).assumingMemoryBound(to: UInt8.self), count: count))
-        assert(fieldBytes.count <= limits.maxHeaderBytes, "stored more head bytes than the limit")
-        return 0
-    }
-
-    mutating func targetComplete() -> Int32 {
-        request.target = String(decoding: fieldBytes, as: UTF8.self)
-        fieldBytes.removeAll(keepingCapacity: true)
+        if !inSection {
+            inSection = true
+            streamStart = at
+        }
+        var start = fieldBytes.count + (at - streamStart!)
+        if start != sectionEnd && (inName || valueStart >= 0) {
+            // A piece that continues a name or value after a gap (obsolete line folding: llhttp
+            // leaves the line break out): the gap is dropped, so the value stays one range.
+            store(upTo: at - streamStart!)
+            fieldBytes.removeSubrange(sectionEnd...)
+            start = sectionEnd
+        }
+        let end = start + count
+        // Trailers: the wire count covers them together with the body framing, so only what is
+        // stored needs a limit of its own.
+        if inBody, end > limits.maxHeaderBytes { return refuse(.headersTooLarge) }
+        switch piece {
+        case .target:
+            targetEnd = end
+        case .name:
+            if !inName {
+                inName = true
+                fieldStart = start
+            }
+            nameEnd = end
+        case .value:
+            if valueStart < 0 { valueStart = start }
+        }
+        sectionEnd = end
         return 0
     }
 
     mutating func nameComplete() -> Int32 {
         guard fields.count < limits.maxHeaderCount else { return refuse(.tooManyHeaders) }
-        // llhttp 8.1 lets spaces into names ("Transfer-Encoding x: ..."); a proxy in front of us
-        // may read such a name differently, which is how requests get smuggled.
-        let start = fieldStart
-        let isToken = fieldBytes.withUnsafeBufferPointer { bytes in
-            guard bytes.count > start else { return false }
-            // A plain loop: `allSatisfy` on a slice costs several times as much per byte.
-            var index = start
-            while index < bytes.count {
-                guard isTokenByte(bytes[index]) else { return false }
-                index += 1
-            }
-            return true
-        }
-        guard isToken else {
-            return refuse(.malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char"))
-        }
-        nameEnd = fieldBytes.count
+        inName = false
         return 0
     }
 
     mutating func valueComplete() -> Int32 {
-        let (start, nameEnd) = (fieldStart, nameEnd)
-        let (end, isExpectContinue, fact) = fieldBytes.withUnsafeBufferPointer { bytes in
-            // llhttp drops leading whitespace but keeps trailing whitespace, which is not part
-            // of the value (RFC 9110 §5.5).
-            var end = bytes.count
-            while end > nameEnd, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") {
-                end -= 1
-            }
-            // Noticed here, while the field is at hand, rather than by a lookup per request.
-            // (A trailer cannot set it in time to matter: it is read when the head completes.)
-            let isExpectContinue = nameEnd - start == 6
-                && equalsIgnoringCase(bytes[start..<nameEnd], lowercase: expectName)
-                && equalsIgnoringCase(bytes[nameEnd..<end], lowercase: continueExpectation)
-            // Only the head's fields: trailers are not headers.
-            let fact = inBody ? nil : HTTPHeaders.fact(ofFieldNamed: UnsafeBufferPointer(rebasing: bytes[start..<nameEnd]))
-            return (end, isExpectContinue, fact)
-        }
-        if end < fieldBytes.count { fieldBytes.removeSubrange(end...) }
-        if isExpectContinue { sawExpectContinue = true }
-        switch fact {
-        case .host?: hostCount += 1
-        case .contentType? where contentTypeField < 0: contentTypeField = fields.count
-        default: break
-        }
+        // An empty value has no pieces: it lies at the end of its name.
+        let valueStart = valueStart < 0 ? nameEnd : valueStart
+        let end = max(sectionEnd, valueStart)
         if fields.capacity == 0 { fields.reserveCapacity(min(fieldsHint, limits.maxHeaderCount)) }
-        fields.append(HTTPHeaders.Field(start: UInt32(start), nameEnd: UInt32(nameEnd), end: UInt32(end)))
-        fieldStart = end
-        self.nameEnd = end
+        fields.append(HTTPHeaders.Field(start: UInt32(fieldStart), nameEnd: UInt32(nameEnd), valueStart: UInt32(valueStart), end: UInt32(end)))
+        self.valueStart = -1
         return 0
     }
 
     mutating func headersComplete() -> Int32 {
+        if let error = finishHead() { return refuse(error) }
         // Pausing tells the parser exactly where the head ends, and lets it report
         // `.expectsContinue` before any body is parsed.
         pause = .headersComplete
@@ -222,6 +297,8 @@ struct HTTPRequestAssembly {
     }
 
     mutating func messageComplete(_ llhttp: UnsafeMutablePointer<llhttp_t>) -> Int32 {
+        // Trailers, if any, end here.
+        if inSection, let error = finishSection() { return refuse(error) }
         request.keepAlive = llhttp_should_keep_alive(llhttp) == 1
         // For an upgrade llhttp stops by itself with HPE_PAUSED_UPGRADE; pausing here as well
         // would hide that.
@@ -233,13 +310,6 @@ struct HTTPRequestAssembly {
 
 private let expectName: StaticString = "expect"
 private let continueExpectation: StaticString = "100-continue"
-
-private func equalsIgnoringCase(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, lowercase: StaticString) -> Bool {
-    let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
-    guard bytes.count == expected.count else { return false }
-    for (byte, wanted) in zip(bytes, expected) where HTTPASCII.lowercased(byte) != wanted { return false }
-    return true
-}
 
 /// tchar from RFC 9110 §5.6.2, as a bitmap over the 128 ASCII bytes.
 @inline(__always)
@@ -264,11 +334,10 @@ extension HTTPRequestAssembly {
     nonisolated(unsafe) static let llhttpSettings: UnsafeMutablePointer<llhttp_settings_t> = {
         let settings = UnsafeMutablePointer<llhttp_settings_t>.allocate(capacity: 1)
         llhttp_settings_init(settings)
-        settings.pointee.on_url = { assembly($0).pointee.received($1, $2) }
-        settings.pointee.on_url_complete = { assembly($0).pointee.targetComplete() }
-        settings.pointee.on_header_field = { assembly($0).pointee.received($1, $2) }
+        settings.pointee.on_url = { assembly($0).pointee.received(.target, $1, $2) }
+        settings.pointee.on_header_field = { assembly($0).pointee.received(.name, $1, $2) }
         settings.pointee.on_header_field_complete = { assembly($0).pointee.nameComplete() }
-        settings.pointee.on_header_value = { assembly($0).pointee.received($1, $2) }
+        settings.pointee.on_header_value = { assembly($0).pointee.received(.value, $1, $2) }
         settings.pointee.on_header_value_complete = { assembly($0).pointee.valueComplete() }
         settings.pointee.on_headers_complete = { assembly($0).pointee.headersComplete() }
         settings.pointee.on_chunk_header = { assembly($0).pointee.chunkHeader($0!) }

@@ -102,10 +102,10 @@ public final class HTTPRequestParser {
             kickDeferred = false
             let base = UnsafeRawPointer(input.baseAddress) ?? UnsafeRawPointer(kickByte)
             assembly.pointee.pause = .none
-            assembly.pointee.executeBase = base
+            assembly.pointee.executionStarts(at: base)
             let code = llhttp_execute(llhttp, base.assumingMemoryBound(to: CChar.self), input.count)
-            assembly.pointee.executeBase = nil
             let consumed = code == HPE_OK ? input.count : bytesConsumed(from: base, limit: input.count)
+            assembly.pointee.executionEnded(at: base + consumed)
             input = UnsafeRawBufferPointer(rebasing: input[consumed...])
 
             // Wire limits first, so the same input gives the same error however it is split.
@@ -207,9 +207,9 @@ public final class HTTPRequestParser {
 
     /// Runs once the head has been parsed, before any of the body.
     private func headersCompleted() -> HTTPParseError? {
+        assembly.pointee.inBody = true
         let parser = llhttp.pointee
         guard parser.http_major == 1, parser.http_minor <= 1 else { return .unsupportedVersion }
-        assembly.pointee.finishHead()
         let version = parser.http_minor == 0 ? HTTPVersion.http1_0 : .http1_1
         assembly.pointee.request.version = version
         assembly.pointee.request.method = HTTPMethod(llhttpCode: parser.method)

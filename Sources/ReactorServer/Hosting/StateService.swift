@@ -190,6 +190,8 @@ final class StateService<StateType: HostedState> {
     static func isJSON(_ contentType: ArraySlice<UInt8>?) -> Bool {
         guard let contentType else { return false }
         return contentType.withUnsafeBufferPointer { value in
+            // What nearly every client sends, before the general case.
+            if value.count == 16, equalBytes(value, "application/json") { return true }
             // The media type: up to any parameters, without the whitespace before them.
             var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
             while end > 0, value[end - 1] == 32 || value[end - 1] == 9 { end -= 1 }
@@ -274,4 +276,10 @@ final class StateService<StateType: HostedState> {
         encoded = fresh
         return fresh
     }
+}
+
+private func equalBytes(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
+    guard bytes.count == text.utf8CodeUnitCount else { return false }
+    for index in 0..<bytes.count where bytes[index] != text.utf8Start[index] { return false }
+    return true
 }
