@@ -118,9 +118,15 @@ extension JSONDocument {
             try root.documentRemove(at: path)
             return [.remove(path: path)]
         case .increment(let path, let amount):
+            // A counter nearly always exists already: then its change is one replace (none for a
+            // zero step), known without walking the path first to see what is there. Only when that
+            // fails (a missing target, or an error) is the walk made, and the edit tried again.
+            if case let (previous?, sum)? = try? root.documentIncrement(at: path, by: amount, createsMissing: false) {
+                return previous == sum ? [] : [.replace(path: path, value: sum)]
+            }
             // The target is a number (or the edit fails): keeping it copies nothing.
             let before = DocumentChanges.Presence(of: path, in: root, keepingTarget: true)
-            let sum = try root.documentIncrement(at: path, by: amount)
+            let (_, sum) = try root.documentIncrement(at: path, by: amount)
             return before.replacement(by: sum, in: root)
         case .append(let path, let value):
             let before = DocumentChanges.Presence(of: path, in: root)

@@ -83,17 +83,20 @@ extension JSON {
     /// `increment`: adds `amount` to the number at `pointer` (a missing one counts as 0). Returns the
     /// new number.
     @discardableResult
-    mutating func documentIncrement(at pointer: JSONPointer, by amount: DocumentEvent.Amount) throws(EventRejection) -> JSON {
+    /// Returns the target's value before (nil when it was created) and after. Without
+    /// `createsMissing`, a missing target is refused like any other failure.
+    mutating func documentIncrement(at pointer: JSONPointer, by amount: DocumentEvent.Amount, createsMissing: Bool = true) throws(EventRejection) -> (previous: JSON?, sum: JSON) {
         let edit = DocumentEdit(action: "increment", pointer: pointer)
         // Checked before anything is created: a missing target becomes the amount itself.
         if case .number(let value) = amount, !value.isFinite {
             throw edit.reject("the amount \(value) is not a finite number")
         }
-        return try withDocumentTarget(of: edit, createsMissing: true) { (target: inout JSON, existed: Bool) throws(EventRejection) -> JSON in
+        return try withDocumentTarget(of: edit, createsMissing: createsMissing) { (target: inout JSON, existed: Bool) throws(EventRejection) -> (previous: JSON?, sum: JSON) in
             guard existed else {
                 target = amount.json
-                return target
+                return (nil, target)
             }
+            let previous = target
             switch (target, amount) {
             case let (.integer(current), .integer(step)):
                 let (sum, overflow) = current.addingReportingOverflow(step)
@@ -114,7 +117,7 @@ extension JSON {
             default:
                 throw edit.reject("it is \(target.typeNameWithArticle), not a number")
             }
-            return target
+            return (previous, target)
         }
     }
 

@@ -13,6 +13,18 @@ extension HTTPRequest {
         return authority[slash...]
     }
 
+    /// Runs `body` on the path's bytes when the target is in origin form (`/a/b?q`: `/a/b`, as every
+    /// client but a proxy sends it), where the path is the target up to any `?`; nil for any other
+    /// form, whose `path` takes parsing. For routing, which needs no Substring made.
+    func withOriginFormPath<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
+        var target = target
+        return target.withUTF8 { bytes in
+            guard bytes.first == UInt8(ascii: "/") else { return nil }
+            let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.count
+            return body(UnsafeBufferPointer(rebasing: bytes[..<end]))
+        }
+    }
+
     /// Everything after the first `?`, without it; nil when there is no `?`.
     public var query: Substring? {
         guard let mark = queryMark else { return nil }

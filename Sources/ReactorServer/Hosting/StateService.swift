@@ -208,15 +208,20 @@ final class StateService<StateType: HostedState> {
     }
 
     static func versionBody(_ version: UInt64) -> [UInt8] {
-        // Reserved, then appended to: `Array(unsafeUninitializedCapacity:)` is not specialised, and
-        // looks the array's storage type up at run time on every call.
-        var body: [UInt8] = []
-        body.reserveCapacity(32)
-        let prefix: StaticString = #"{"version":"#
-        body.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
-        body.appendDecimal(version)
-        body.append(UInt8(ascii: "}"))
-        return body
+        // Written on the stack, then copied into an array made for it in one go. (Growing an array,
+        // or `Array(unsafeUninitializedCapacity:)`, which is not specialised and looks its storage
+        // type up at run time, costs several times as much.)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
+            let prefix: StaticString = #"{"version":"#
+            var count = prefix.utf8CodeUnitCount
+            UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(start: prefix.utf8Start, count: count))
+            DecimalDigits.withDigits(of: version) { digits in
+                UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[count...]).copyMemory(from: digits)
+                count += digits.count
+            }
+            buffer[count] = UInt8(ascii: "}")
+            return [UInt8](UnsafeBufferPointer(rebasing: buffer[...count]))
+        }
     }
 
     // MARK: GET /state

@@ -39,18 +39,21 @@ public struct Router {
     /// and a release of each of its references, for every request.)
     private func entryIndex(for path: Substring) -> Int? {
         var path = path
-        return path.withUTF8 { wanted in
-            pathBytes.firstIndex { bytes in
-                bytes.count == wanted.count && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, wanted.baseAddress!, wanted.count) == 0 }
-            }
+        return path.withUTF8 { entryIndex(forBytes: $0) }
+    }
+
+    private func entryIndex(forBytes wanted: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !wanted.isEmpty else { return nil }
+        return pathBytes.firstIndex { bytes in
+            bytes.count == wanted.count && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, wanted.baseAddress!, wanted.count) == 0 }
         }
     }
 
     /// Fills in the context's route, scope and endpoint for `request`.
     func route(_ request: HTTPRequest, into context: RequestContext) {
-        let path = request.path
-        guard !path.isEmpty, let index = entryIndex(for: path) else {
-            context.endpoint = Endpoint(respond: Self.answer(.notFound(path)))
+        let found = request.withOriginFormPath { entryIndex(forBytes: $0) } ?? entryIndex(for: request.path)
+        guard let index = found else {
+            context.endpoint = Endpoint(respond: Self.answer(.notFound(request.path)))
             return
         }
         context.route = routes[index].path
@@ -67,7 +70,7 @@ public struct Router {
             let allow = allowed.map(\.name).joined(separator: ", ")
             context.endpoint = Endpoint { _, _, respond in respond(HTTPResponse(status: .noContent, headers: [("Allow", allow)])) }
         } else {
-            context.endpoint = Endpoint(respond: Self.answer(.methodNotAllowed(request.method, path: path, allowed: allowed)))
+            context.endpoint = Endpoint(respond: Self.answer(.methodNotAllowed(request.method, path: request.path, allowed: allowed)))
         }
     }
 
