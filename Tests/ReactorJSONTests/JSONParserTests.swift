@@ -323,6 +323,22 @@ final class JSONMemberReaderTests: XCTestCase {
         XCTAssertEqual(try members("{}").0, .finished)
     }
 
+    func testStringsWithoutEscapesComeAsTheirBytesOthersParsed() throws {
+        var seen: [String: String] = [:]
+        let text = #"{"plain": "caf\u00e9?", "raw": "café", "n": 1, "list": ["x"]}"#
+        _ = try Array(text.utf8).withUnsafeBytes { bytes throws(JSONParseError) in
+            try JSONParser().forEachMember(in: bytes) { key, value in
+                switch value {
+                case .unescapedString(let content): seen[String(decoding: key, as: UTF8.self)] = "bytes " + String(decoding: content, as: UTF8.self)
+                case .parsed(let json): seen[String(decoding: key, as: UTF8.self)] = "parsed " + json.jsonString
+                }
+                return true
+            }
+        }
+        XCTAssertEqual(seen, ["plain": #"parsed "café?""#, "raw": "bytes café", "n": "parsed 1", "list": #"parsed ["x"]"#])
+        XCTAssertEqual(JSONMemberValue.unescapedString(UnsafeRawBufferPointer(start: nil, count: 0)).json, "")
+    }
+
     func testStoppingAndNonObjects() throws {
         let (reading, keys, _) = try members(#"{"a": 1, "b": 2, "c": 3}"#, stopAfter: 2)
         XCTAssertEqual(reading, .stopped)
