@@ -16,7 +16,7 @@ public struct HTTPHeaders: Sendable {
 
     private(set) var bytes: [UInt8]
     private(set) var fields: [Field]
-    /// Asked of every request, so noted as fields arrive rather than searched for: how many `Host`
+    /// Asked of every request, so noted while the head is checked rather than searched for: how many `Host`
     /// fields there are, and which field is the first `Content-Type` (-1: none).
     private(set) var hostCount = 0
     private var contentTypeField = -1
