@@ -81,10 +81,8 @@ extension JSON {
     }
 
     /// `increment`: adds `amount` to the number at `pointer` (a missing one counts as 0). Returns the
-    /// new number.
-    @discardableResult
-    /// Returns the target's value before (nil when it was created) and after. Without
-    /// `createsMissing`, a missing target is refused like any other failure.
+    /// number before (nil when it was created) and after. Without `createsMissing`, a missing target
+    /// is refused like any other failure.
     mutating func documentIncrement(at pointer: JSONPointer, by amount: DocumentEvent.Amount, createsMissing: Bool = true) throws(EventRejection) -> (previous: JSON?, sum: JSON) {
         let edit = DocumentEdit(action: "increment", pointer: pointer)
         // Checked before anything is created: a missing target becomes the amount itself.

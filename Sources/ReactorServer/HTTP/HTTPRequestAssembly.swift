@@ -91,14 +91,8 @@ struct HTTPRequestAssembly {
                 let (start, nameEnd, valueStart) = (Int(field.start), Int(field.nameEnd), Int(field.valueStart))
                 // llhttp 8.1 lets spaces into names ("Transfer-Encoding x: ..."); a proxy in front of us
                 // may read such a name differently, which is how requests get smuggled.
-                // A plain loop: `allSatisfy` on a slice costs several times as much per byte.
-                var position = start
-                guard position < nameEnd else { return .malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char") }
-                while position < nameEnd {
-                    guard isTokenByte(bytes[position]) else {
-                        return .malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char")
-                    }
-                    position += 1
+                guard isToken(bytes, start..<nameEnd) else {
+                    return .malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char")
                 }
                 // llhttp drops leading whitespace but keeps trailing whitespace, which is not part
                 // of the value (RFC 9110 §5.5).
@@ -310,6 +304,19 @@ struct HTTPRequestAssembly {
 
 private let expectName: StaticString = "expect"
 private let continueExpectation: StaticString = "100-continue"
+
+/// Whether `bytes[range]` is a token: not empty, and tchar throughout. A plain loop: `allSatisfy` on a
+/// slice costs several times as much per byte.
+@inline(__always)
+private func isToken(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
+    guard !range.isEmpty else { return false }
+    var index = range.lowerBound
+    while index < range.upperBound {
+        guard isTokenByte(bytes[index]) else { return false }
+        index += 1
+    }
+    return true
+}
 
 /// tchar from RFC 9110 §5.6.2, as a bitmap over the 128 ASCII bytes.
 @inline(__always)
