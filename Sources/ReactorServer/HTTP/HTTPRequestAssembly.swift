@@ -84,40 +84,64 @@ struct HTTPRequestAssembly {
         store(upTo: sectionEnd - fieldBytes.count)
         inSection = false
         streamStart = nil
+        guard !fields.isEmpty else { return nil }
         let isHead = !inBody
-        return fieldBytes.withUnsafeBufferPointer { bytes -> HTTPParseError? in
-            for index in fields.indices {
-                let field = fields[index]
-                let (start, nameEnd, valueStart) = (Int(field.start), Int(field.nameEnd), Int(field.valueStart))
-                // llhttp 8.1 lets spaces into names ("Transfer-Encoding x: ..."); a proxy in front of us
-                // may read such a name differently, which is how requests get smuggled.
-                guard isToken(bytes, start..<nameEnd) else {
-                    return .malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char")
-                }
-                // llhttp drops leading whitespace but keeps trailing whitespace, which is not part
-                // of the value (RFC 9110 §5.5).
-                var end = Int(field.end)
-                while end > valueStart, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") {
-                    end -= 1
-                }
-                if end != Int(field.end) { fields[index].end = UInt32(end) }
-                // Only the head's fields: trailers are not headers. (A trailer cannot set these in
-                // time to matter: they are read when the head completes.)
-                guard isHead else { continue }
-                let name = UnsafeBufferPointer(rebasing: bytes[start..<nameEnd])
-                if nameEnd - start == 6
-                    && HTTPASCII.caseInsensitiveEqual(name, lowercase: expectName)
-                    && HTTPASCII.caseInsensitiveEqual(UnsafeBufferPointer(rebasing: bytes[valueStart..<end]), lowercase: continueExpectation) {
-                    sawExpectContinue = true
-                }
-                switch HTTPHeaders.fact(ofFieldNamed: name) {
-                case .host?: hostCount += 1
-                case .contentType? where contentTypeField < 0: contentTypeField = index
-                default: break
-                }
+        var facts = SectionFacts()
+        // Through pointers: this runs over every byte of every name, where bounds and uniqueness
+        // checks would cost more than the checking itself.
+        let refused = fieldBytes.withUnsafeBufferPointer { bytes in
+            fields.withUnsafeMutableBufferPointer { fields in
+                Self.check(fields, in: bytes.baseAddress!, notingHeadFacts: isHead, into: &facts)
             }
-            return nil
         }
+        if refused { return .malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char") }
+        if facts.sawExpectContinue { sawExpectContinue = true }
+        hostCount += facts.hostCount
+        if contentTypeField < 0 { contentTypeField = facts.contentTypeField }
+        return nil
+    }
+
+    /// What a head's fields say that the request keeps at hand.
+    private struct SectionFacts {
+        var sawExpectContinue = false
+        var hostCount = 0
+        var contentTypeField = -1
+    }
+
+    /// Checks each name, trims each value's end, and (for a head) notes `facts`; true when a name is
+    /// not a token.
+    private static func check(_ fields: UnsafeMutableBufferPointer<HTTPHeaders.Field>, in bytes: UnsafePointer<UInt8>,
+                              notingHeadFacts: Bool, into facts: inout SectionFacts) -> Bool {
+        for index in 0..<fields.count {
+            let field = fields[index]
+            let name = bytes + Int(field.start)
+            let nameCount = Int(field.nameEnd - field.start)
+            // llhttp 8.1 lets spaces into names ("Transfer-Encoding x: ..."); a proxy in front of us
+            // may read such a name differently, which is how requests get smuggled.
+            guard isToken(name, count: nameCount) else { return true }
+            // llhttp drops leading whitespace but keeps trailing whitespace, which is not part of
+            // the value (RFC 9110 §5.5).
+            var end = Int(field.end)
+            let valueStart = Int(field.valueStart)
+            while end > valueStart, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") {
+                end -= 1
+            }
+            if end != Int(field.end) { fields[index].end = UInt32(end) }
+            // Only the head's fields: trailers are not headers. (A trailer cannot set these in time
+            // to matter: they are read when the head completes.)
+            guard notingHeadFacts else { continue }
+            switch nameCount {
+            case 4 where equalsLowercased(name, "host"):
+                facts.hostCount += 1
+            case 6 where equalsLowercased(name, "expect"):
+                if end - valueStart == 12 && equalsLowercased(bytes + valueStart, "100-continue") { facts.sawExpectContinue = true }
+            case 12 where facts.contentTypeField < 0 && equalsLowercased(name, "content-type"):
+                facts.contentTypeField = index
+            default:
+                break
+            }
+        }
+        return false
     }
 
     /// Checks the completed head and moves it into `request`; nil, or why it is refused.
@@ -302,19 +326,11 @@ struct HTTPRequestAssembly {
     }
 }
 
-private let expectName: StaticString = "expect"
-private let continueExpectation: StaticString = "100-continue"
-
-/// Whether `bytes[range]` is a token: not empty, and tchar throughout. A plain loop: `allSatisfy` on a
-/// slice costs several times as much per byte.
+/// Whether the `count` bytes at `bytes` are a token: not empty, and tchar throughout.
 @inline(__always)
-private func isToken(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
-    guard !range.isEmpty else { return false }
-    var index = range.lowerBound
-    while index < range.upperBound {
-        guard isTokenByte(bytes[index]) else { return false }
-        index += 1
-    }
+private func isToken(_ bytes: UnsafePointer<UInt8>, count: Int) -> Bool {
+    guard count > 0 else { return false }
+    for index in 0..<count where !isTokenByte(bytes[index]) { return false }
     return true
 }
 
@@ -324,6 +340,15 @@ private func isTokenByte(_ byte: UInt8) -> Bool {
     let low: UInt64 = 0x03FF_6CFA_0000_0000
     let high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
     return byte < 64 ? (low >> byte) & 1 == 1 : byte < 128 && (high >> (byte - 64)) & 1 == 1
+}
+
+/// Whether the bytes at `bytes` equal `lowercase` (all lowercase) ignoring ASCII case; the caller
+/// has checked that there are as many.
+@inline(__always)
+private func equalsLowercased(_ bytes: UnsafePointer<UInt8>, _ lowercase: StaticString) -> Bool {
+    let expected = lowercase.utf8Start
+    for index in 0..<lowercase.utf8CodeUnitCount where HTTPASCII.lowercased(bytes[index]) != expected[index] { return false }
+    return true
 }
 
 // MARK: - llhttp settings

@@ -101,15 +101,17 @@ final class HTTPResponseEncoder {
         let status = response.status
         let hasLength = status.code >= 200 && status.code != 204 && status.code != 304 && response.takeover == nil
         let body = response.body
+        // Read as its bytes: binding the optional class copies it through its type metadata.
+        let contentTypeLine = response.contentType?.headerLine.bytes
         // An upper bound, so that everything below writes without checking for room.
-        var needed = status.statusLine.count + date.count + (response.contentType?.headerLine.bytes.count ?? 0)
+        var needed = status.statusLine.count + date.count + (contentTypeLine?.count ?? 0)
             + 40 + 24 + 2 + (isHead ? 0 : body.count)
         for (name, value) in response.headers { needed += name.utf8.count + value.utf8.count + 4 }
         if needed > capacity { resize(to: needed) }
 
         write(status.statusLine)
         write(date)
-        if let contentType = response.contentType { write(contentType.headerLine.bytes) }
+        if let contentTypeLine { write(contentTypeLine) }
         // 1xx, 204 and 304 carry no body and no length; a stream's body lasts as long as the connection.
         if hasLength {
             write("Content-Length: ")

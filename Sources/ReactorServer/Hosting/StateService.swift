@@ -32,17 +32,19 @@ final class StateService<StateType: HostedState> {
     }
 
     func register(in router: inout Router) {
-        router.add(.post, "/events", scope: .fire) { [unowned self] request, context, respond in
+        // Captured strongly: nothing here holds the HTTP server that holds these routes, so there is no
+        // cycle, and an unowned capture is retained around every call made through it.
+        router.add(.post, "/events", scope: .fire) { [self] request, context, respond in
             postEvents(request, context: context, respond: respond)
         }
-        router.add(.get, "/state", scope: .read) { [unowned self] request, _, respond in
+        router.add(.get, "/state", scope: .read) { [self] request, _, respond in
             getState(request, respond: respond)
         }
         let live = HTTPResponse.json(Array(#"{"status":"live"}"#.utf8))
         router.add(.get, "/livez", scope: nil) { _, _, respond in
             respond(live)
         }
-        router.add(.get, "/readyz", scope: nil) { [unowned self] _, _, respond in
+        router.add(.get, "/readyz", scope: nil) { [self] _, _, respond in
             let version = JSON.integer(Int64(pipeline.publishedVersion))
             guard let failure = pipeline.failure else {
                 return respond(.json(JSON.object(["status": "ready", "version": version]).jsonBytes))

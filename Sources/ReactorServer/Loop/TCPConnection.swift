@@ -48,22 +48,26 @@ public final class TCPConnection {
         guard !isReading, !isClosed else { return }
         isReading = true
         uv_read_start(handle.stream, { handle, _, buffer in
-            let loop = TCPConnection.from(handle!.pointee.data).loop
-            buffer!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readBuffer.count))
+            let readBuffer = TCPConnection.borrowing(handle!.pointee.data) { $0.loop.readBuffer }
+            buffer!.pointee = uv_buf_init(readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(readBuffer.count))
         }, { stream, count, buffer in
-            let connection = TCPConnection.from(stream!.pointee.data)
-            if connection.isLingering {
-                // Only waiting for the peer to finish: what it still sends is dropped.
-                if count < 0 { connection.close() }
-            } else if count > 0 {
-                connection.delegate?.connection(connection, didRead: UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
-            } else if count == Int(UV_EOF.rawValue) {
-                connection.stopReading()
-                connection.delegate?.connectionDidEnd(connection)
-            } else if count < 0 {
-                connection.close()
-            }
+            TCPConnection.borrowing(stream!.pointee.data) { $0.didRead(count, buffer!.pointee) }
         })
+    }
+
+    /// What a read callback brought: `count` bytes in `buffer`, the end of the stream, or an error.
+    private func didRead(_ count: Int, _ buffer: uv_buf_t) {
+        if isLingering {
+            // Only waiting for the peer to finish: what it still sends is dropped.
+            if count < 0 { close() }
+        } else if count > 0 {
+            delegate?.connection(self, didRead: UnsafeRawBufferPointer(start: buffer.base, count: count))
+        } else if count == Int(UV_EOF.rawValue) {
+            stopReading()
+            delegate?.connectionDidEnd(self)
+        } else if count < 0 {
+            close()
+        }
     }
 
     /// Stops delivering reads (backpressure: the kernel buffers, then the peer waits).
@@ -164,6 +168,13 @@ public final class TCPConnection {
 
     static func from(_ pointer: UnsafeMutableRawPointer?) -> TCPConnection {
         Unmanaged<TCPConnection>.fromOpaque(pointer!).takeUnretainedValue()
+    }
+
+    /// `body` with the connection a handle's `data` points to, without retaining it: the handle holds
+    /// it until libuv has closed the handle, which is never during one of its callbacks.
+    @inline(__always)
+    static func borrowing<Result>(_ pointer: UnsafeMutableRawPointer?, _ body: (TCPConnection) -> Result) -> Result {
+        Unmanaged<TCPConnection>.fromOpaque(pointer!)._withUnsafeGuaranteedRef(body)
     }
 }
 

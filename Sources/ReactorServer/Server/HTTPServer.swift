@@ -173,6 +173,9 @@ public final class HTTPServer {
         responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context) { response in context.connection.complete(context, response) }
     }
 
+    /// The path of the route numbered `index`.
+    func routePath(_ index: Int) -> String { router.path(at: index) }
+
     /// Counts an answer for `/metrics`, by route, status and duration.
     func record(_ response: HTTPResponse, to context: RequestContext) {
         metrics.recordRequest(routeIndex: context.routeIndex, status: response.status.code,

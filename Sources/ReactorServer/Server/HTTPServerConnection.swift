@@ -4,9 +4,10 @@ import CUV
 /// writes the responses in the order of the requests, however late each is ready (pipelining).
 final class HTTPServerConnection: TCPConnectionDelegate {
     let tcp: TCPConnection
-    /// unowned(unsafe): the server owns its connections and outlives them; a checked reference
-    /// would cost an atomic increment on every use.
-    private unowned(unsafe) let server: HTTPServer
+    /// Strong, though the server holds its connections too: it lets go of each when it closes, which
+    /// breaks the cycle. An unowned reference, even an unsafe one, is retained around every call
+    /// made through it; a `let` of this object's own is borrowed.
+    private let server: HTTPServer
     private let parser: HTTPRequestParser
 
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
@@ -205,6 +206,9 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
         return true
     }
+
+    /// The path of the route numbered `index` (for `RequestContext.route`).
+    func routePath(_ index: Int) -> String { server.routePath(index) }
 
     /// RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host header; HTTP/1.0 may have none.
     private static func hostProblem(_ request: HTTPRequest) -> Problem? {

@@ -10,8 +10,9 @@ public final class RequestContext {
     @exclusivity(unchecked) public private(set) var receivedAt: UInt64
     /// The authenticated client, if any.
     @exclusivity(unchecked) public var principal: Principal?
-    /// The path of the route the request matched, if any (for logs and metrics).
-    @exclusivity(unchecked) public internal(set) var route: String?
+    /// The path of the route the request matched, if any (for logs and metrics). Looked up when
+    /// asked: most requests never are, and storing it would retain and release it for each.
+    public var route: String? { routeIndex < 0 ? nil : connection.routePath(routeIndex) }
     /// The route's number in its router; -1 when the request matched none.
     @exclusivity(unchecked) var routeIndex = -1
     /// What the matched route needs of the client; nil when anyone may use it.
@@ -46,7 +47,6 @@ public final class RequestContext {
         self.isHead = isHead
         self.keepAliveHeader = keepAliveHeader
         principal = nil
-        route = nil
         routeIndex = -1
         scope = nil
         endpoint = nil

@@ -16,22 +16,58 @@ public struct Router {
         var routes: [Route]
     }
 
-    /// By number. A server has a dozen paths or so: comparing their bytes beats hashing the request's.
-    private var routes: [PathRoutes] = []
-    private var pathBytes: [[UInt8]] = []
+    /// In a class, so that a lookup borrows the tables: a struct's arrays are retained by every
+    /// closure that captures it, and a lookup runs for every request.
+    private var table = RouteTable()
+
     /// Every routed path, by its number.
-    var paths: [String] { routes.map(\.path) }
+    var paths: [String] { table.routes.map(\.path) }
 
     public init() {}
 
     /// Serves `method` on `path` with `responder`; the client needs `scope` (nil: anyone may).
     public mutating func add(_ method: HTTPMethod, _ path: String, scope: Scope?, _ responder: @escaping HTTPResponder) {
-        let route = Route(method: method, scope: scope, endpoint: Endpoint(respond: responder))
+        if !isKnownUniquelyReferenced(&table) { table = table.copy() }
+        table.add(Route(method: method, scope: scope, endpoint: Endpoint(respond: responder)), at: path)
+    }
+
+    /// The path routed under number `index`.
+    func path(at index: Int) -> String { table.routes[index].path }
+
+    /// Fills in the context's route, scope and endpoint for `request`.
+    func route(_ request: HTTPRequest, into context: RequestContext) {
+        table.route(request, into: context)
+    }
+
+    static func answer(_ problem: Problem) -> HTTPResponder {
+        { _, _, respond in respond(problem.response) }
+    }
+}
+
+/// A router's routes, by number. A server has a dozen paths or so: comparing their bytes beats
+/// hashing the request's.
+private final class RouteTable {
+    private(set) var routes: [Router.PathRoutes] = []
+    /// Every path's bytes, one after another, and where each lies: one buffer, so that comparing the
+    /// request's path with each costs no reference counting.
+    private var pathBytes: [UInt8] = []
+    private var pathRanges: [Range<Int>] = []
+
+    init() {}
+
+    func copy() -> RouteTable {
+        let copy = RouteTable()
+        (copy.routes, copy.pathBytes, copy.pathRanges) = (routes, pathBytes, pathRanges)
+        return copy
+    }
+
+    func add(_ route: Router.Route, at path: String) {
         if let index = routes.firstIndex(where: { $0.path == path }) {
             routes[index].routes.append(route)
         } else {
-            routes.append(PathRoutes(path: path, index: routes.count, routes: [route]))
-            pathBytes.append(Array(path.utf8))
+            routes.append(Router.PathRoutes(path: path, index: routes.count, routes: [route]))
+            pathRanges.append(pathBytes.count..<pathBytes.count + path.utf8.count)
+            pathBytes.append(contentsOf: path.utf8)
         }
     }
 
@@ -43,20 +79,18 @@ public struct Router {
     }
 
     private func entryIndex(forBytes wanted: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard !wanted.isEmpty else { return nil }
-        return pathBytes.firstIndex { bytes in
-            bytes.count == wanted.count && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, wanted.baseAddress!, wanted.count) == 0 }
+        guard let wantedStart = wanted.baseAddress else { return nil }
+        return pathBytes.withUnsafeBufferPointer { all in
+            pathRanges.firstIndex { $0.count == wanted.count && memcmp(all.baseAddress! + $0.lowerBound, wantedStart, wanted.count) == 0 }
         }
     }
 
-    /// Fills in the context's route, scope and endpoint for `request`.
     func route(_ request: HTTPRequest, into context: RequestContext) {
         let found = request.withOriginFormPath { entryIndex(forBytes: $0) } ?? entryIndex(for: request.path)
         guard let index = found else {
-            context.endpoint = Endpoint(respond: Self.answer(.notFound(request.path)))
+            context.endpoint = Endpoint(respond: Router.answer(.notFound(request.path)))
             return
         }
-        context.route = routes[index].path
         context.routeIndex = index
         let method = request.method == .head ? HTTPMethod.get : request.method
         for route in routes[index].routes where route.method == method {
@@ -70,11 +104,7 @@ public struct Router {
             let allow = allowed.map(\.name).joined(separator: ", ")
             context.endpoint = Endpoint { _, _, respond in respond(HTTPResponse(status: .noContent, headers: [("Allow", allow)])) }
         } else {
-            context.endpoint = Endpoint(respond: Self.answer(.methodNotAllowed(request.method, path: request.path, allowed: allowed)))
+            context.endpoint = Endpoint(respond: Router.answer(.methodNotAllowed(request.method, path: request.path, allowed: allowed)))
         }
-    }
-
-    static func answer(_ problem: Problem) -> HTTPResponder {
-        { _, _, respond in respond(problem.response) }
     }
 }

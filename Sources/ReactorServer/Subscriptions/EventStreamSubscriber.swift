@@ -4,9 +4,10 @@ import Logging
 /// as `id:`/`event:`/`data:` records, with heartbeat comments so proxies keep the stream open.
 final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate, UpgradedConnection, SubscriptionSink {
     private let tcp: TCPConnection
-    /// unowned(unsafe): the server owns its connections and outlives them; a checked reference
-    /// would cost an atomic increment on every use.
-    private unowned(unsafe) let server: HTTPServer
+    /// Strong, though the server holds its connections too: it lets go of each when it closes, which
+    /// breaks the cycle. An unowned reference, even an unsafe one, is retained around every call
+    /// made through it; a `let` of this object's own is borrowed.
+    private let server: HTTPServer
     private let hub: SubscriptionHub<StateType>
     private let selection: SubscriptionSelection
     private let configuration: ServerConfiguration

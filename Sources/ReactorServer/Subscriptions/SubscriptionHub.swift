@@ -25,8 +25,9 @@ final class SubscriptionHub<StateType: HostedState> {
     private let published: () -> StateType
     @exclusivity(unchecked) private var window: TransitionWindow
     @exclusivity(unchecked) private var groups: [SubscriptionSelection: [ObjectIdentifier: any SubscriptionSink]] = [:]
-    /// How many of `groups` select a sub-tree.
+    /// How many of `groups` select a sub-tree, and how many want whole states rather than patches.
     @exclusivity(unchecked) private var subtreeGroups = 0
+    @exclusivity(unchecked) private var stateGroups = 0
     /// Snapshots of the current version by selection: many subscribers arriving together share one.
     @exclusivity(unchecked) private var snapshots: [SubscriptionSelection: SubscriberMessage] = [:]
     private let logger: Logger
@@ -74,26 +75,30 @@ final class SubscriptionHub<StateType: HostedState> {
     }
 
     func update(with newState: StateType, version newVersion: UInt64) {
-        let json: JSON
-        do {
-            json = try newState.jsonValue()
-        } catch {
-            logger.error("cannot encode the state for subscribers", metadata: ["version": "\(newVersion)", "error": "\(error)"])
-            return
+        // The state's own account of the event, when it keeps one and follows the version held here.
+        let recorded = hasState && newVersion == version + 1 ? newState.lastChanges : nil
+        // The state as JSON, only when something needs it: a diff (no record, or sub-tree selections)
+        // or whole-state messages. Patches from the record need none, and making it anyway (for a
+        // document, a copy of its root) would cost on every event.
+        var json: JSON?
+        if !hasState || recorded == nil || subtreeGroups > 0 || stateGroups > 0 {
+            do {
+                json = try newState.jsonValue()
+            } catch {
+                logger.error("cannot encode the state for subscribers", metadata: ["version": "\(newVersion)", "error": "\(error)"])
+                return
+            }
         }
         guard hasState else {
             hasState = true
             (kept, version) = (json, newVersion)
             return
         }
-        // The state's own account of the event, when it keeps one and follows the version held here;
-        // a diff otherwise, or with nothing to diff against, the whole state.
-        let recorded = newVersion == version + 1 ? newState.lastChanges : nil
-        let operations = recorded ?? kept.map { JSONPatch.diff(from: $0, to: json) } ?? [.replace(path: .root, value: json)]
+        // A diff, or with nothing to diff against, the whole state, when the state keeps no record.
+        let operations = recorded ?? kept.map { JSONPatch.diff(from: $0, to: json!) } ?? [.replace(path: .root, value: json!)]
         let previous = kept
         version = newVersion
-        // (`JSON` takes a nil literal too: `cond ? json : nil` would keep `JSON.null`.)
-        kept = recorded == nil || subtreeGroups > 0 ? json : Optional.none
+        kept = recorded == nil || subtreeGroups > 0 ? json : nil
         window.append(.init(version: newVersion, operations: operations))
         if !snapshots.isEmpty { snapshots.removeAll(keepingCapacity: true) }
         for (selection, sinks) in groups where !sinks.isEmpty {
@@ -103,24 +108,27 @@ final class SubscriptionHub<StateType: HostedState> {
     }
 
     /// The message a selection's subscribers get for the transition just made; nil when the
-    /// selection did not change.
-    private func message(for selection: SubscriptionSelection, previous: JSON?, current: JSON, rootOperations: [JSONPatchOperation]) -> SubscriberMessage? {
+    /// selection did not change. `current` is there for every selection that needs it (see `update`).
+    private func message(for selection: SubscriptionSelection, previous: JSON?, current: JSON?, rootOperations: [JSONPatchOperation]) -> SubscriberMessage? {
         let operations = selection.path.isRoot
             ? rootOperations
-            : JSONPatch.diff(from: previous?[selection.path] ?? .null, to: current[selection.path] ?? .null)
+            : JSONPatch.diff(from: previous?[selection.path] ?? .null, to: current![selection.path] ?? .null)
         guard !operations.isEmpty else { return nil }
         switch selection.mode {
         case .patch: return .patch(version, operations)
-        case .state: return .state(version, current[selection.path] ?? .null)
+        case .state: return .state(version, current![selection.path] ?? .null)
         }
     }
 
     /// Adds `sink` and returns what it must be sent first: a snapshot, or what it missed since `since`.
     func subscribe(_ sink: any SubscriptionSink, to selection: SubscriptionSelection, since: UInt64?) -> [SubscriberMessage] {
-        if !selection.path.isRoot && groups[selection] == nil {
-            subtreeGroups += 1
-            // The next transition diffs this sub-tree against the state as it is now.
-            if kept == nil { kept = current }
+        if groups[selection] == nil {
+            if selection.mode == .state { stateGroups += 1 }
+            if !selection.path.isRoot {
+                subtreeGroups += 1
+                // The next transition diffs this sub-tree against the state as it is now.
+                if kept == nil { kept = current }
+            }
         }
         groups[selection, default: [:]][ObjectIdentifier(sink)] = sink
         subscriberCount += 1
@@ -146,6 +154,7 @@ final class SubscriptionHub<StateType: HostedState> {
         if groups[selection]?.isEmpty == true {
             groups[selection] = nil
             if !selection.path.isRoot { subtreeGroups -= 1 }
+            if selection.mode == .state { stateGroups -= 1 }
         }
     }
 

@@ -19,9 +19,10 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
     let tcp: TCPConnection
     /// Held until the connection closes (nothing else need own an echo handler).
     var handler: WebSocketMessageHandler?
-    /// unowned(unsafe): the server owns its connections and outlives them; a checked reference
-    /// would cost an atomic increment on every use.
-    private unowned(unsafe) let server: HTTPServer
+    /// Strong, though the server holds its connections too: it lets go of each when it closes, which
+    /// breaks the cycle. An unowned reference, even an unsafe one, is retained around every call
+    /// made through it; a `let` of this object's own is borrowed.
+    private let server: HTTPServer
     private var decoder: WebSocketFrameDecoder
     private let timing: Timing
     private var lastHeard: UInt64
