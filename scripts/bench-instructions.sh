@@ -4,6 +4,11 @@
 # the server process alone. Instruction counts barely move with the machine's load, so they compare
 # well across runs and commits where requests/s (scripts/bench-http.sh) does not.
 #
+# Also the locked (atomic) instructions per request, where the CPU counts them: each retain and
+# release of a Swift object is one, and at 20 cycles or so each they weigh far more than their share
+# of the instructions. AMD: event 0x25 (LsLocks), raw r0f25; Intel: MEM_INST_RETIRED.LOCK_LOADS, raw
+# r21d0. LOCK_EVENT=... overrides; without a working one the column is left out.
+#
 # Tunables (environment): DURATION=3 (seconds of wrk per case), CONNECTIONS=50, PORT=18095,
 # BUILD=1 (0: use .build/release/reactord as it is). Needs perf (Debian's linux-perf) and wrk.
 set -euo pipefail
@@ -21,6 +26,16 @@ for tool in perf:linux-perf wrk:wrk nginx:nginx-light; do
     }
 done
 perf stat -e instructions:u true >/dev/null 2>&1 || { echo "bench-instructions: perf cannot count instructions on this machine" >&2; exit 1; }
+if [ -z "${LOCK_EVENT:-}" ]; then
+    case "$(awk -F': ' '/^vendor_id/ {print $2; exit}' /proc/cpuinfo)" in
+        AuthenticAMD) LOCK_EVENT=r0f25 ;;
+        GenuineIntel) LOCK_EVENT=r21d0 ;;
+    esac
+fi
+# Kept only if perf can count it here (a virtual machine may not pass the counter through).
+if [ -n "${LOCK_EVENT:-}" ] && ! perf stat -x, -e "$LOCK_EVENT:u" -- true 2>&1 | grep -q "^[0-9][0-9]*,"; then
+    LOCK_EVENT=""
+fi
 if [ "$BUILD" = 1 ]; then swift build -c release --product reactord; fi
 REACTORD=$root/.build/release/reactord
 
@@ -32,16 +47,20 @@ echo 'wrk.method = "GET"' >"$tmp/get.lua"
 
 # measure NAME PID URL LUA: wrk for DURATION seconds while perf counts PID's user-space work.
 measure() {
-    perf stat -x, -e instructions:u,cycles:u -p "$2" -o "$tmp/perf.csv" -- sleep $((DURATION + 1)) &
+    perf stat -x, -e "instructions:u,cycles:u${LOCK_EVENT:+,$LOCK_EVENT:u}" -p "$2" -o "$tmp/perf.csv" -- sleep $((DURATION + 1)) &
     local perf_pid=$!
     sleep 0.2
     local out requests
     out=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "$4" "$3")
     wait $perf_pid
     requests=$(awk '/ requests in /{print $1}' <<<"$out")
-    awk -F, -v n="$requests" -v name="$1" -v rps="$(awk '/Requests\/sec/{print $2}' <<<"$out")" '
-        $3 == "instructions:u" { i = $1 } $3 == "cycles:u" { c = $1 }
-        END { printf "%-26s %10d requests %12.0f req/s %10.0f instructions/request %9.0f cycles/request\n", name, n, rps, i / n, c / n }' "$tmp/perf.csv"
+    awk -F, -v n="$requests" -v name="$1" -v rps="$(awk '/Requests\/sec/{print $2}' <<<"$out")" -v lock_event="${LOCK_EVENT:-}" '
+        $3 == "instructions:u" { i = $1 } $3 == "cycles:u" { c = $1 } lock_event != "" && $3 == lock_event ":u" { l = $1 }
+        END {
+            printf "%-26s %10d requests %12.0f req/s %10.0f instructions/request %9.0f cycles/request", name, n, rps, i / n, c / n
+            if (lock_event != "") printf " %7.1f locked/request", l / n
+            printf "\n"
+        }' "$tmp/perf.csv"
 }
 
 wait_port() { for _ in $(seq 100); do curl -s -o /dev/null -m 1 "$1" && return 0; sleep 0.1; done; echo "no answer on $1" >&2; exit 1; }

@@ -75,14 +75,19 @@ public struct HTTPHeaders: Sendable {
         }
     }
 
-    /// Hands the storage over (for reuse) and leaves the headers empty.
-    mutating func takeStorage() -> ([UInt8], [Field]) {
-        var taken: ([UInt8], [Field]) = ([], [])
-        swap(&taken.0, &bytes)
-        swap(&taken.1, &fields)
+    /// Moves the storage into `bytes` and `fields` (for reuse), emptied, when neither holds more than
+    /// `maxBytes` or `maxFields`; leaves the headers empty either way.
+    mutating func moveStorage(into bytes: inout [UInt8], _ fields: inout [Field], maxBytes: Int, maxFields: Int) {
+        if self.bytes.capacity <= maxBytes {
+            swap(&bytes, &self.bytes)
+            bytes.removeAll(keepingCapacity: true)
+        }
+        if self.fields.capacity <= maxFields {
+            swap(&fields, &self.fields)
+            fields.removeAll(keepingCapacity: true)
+        }
         hostCount = 0
         contentTypeField = -1
-        return taken
     }
 
     /// The value of the first `Content-Type` field, without a lookup.

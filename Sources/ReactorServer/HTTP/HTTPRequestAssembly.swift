@@ -197,15 +197,7 @@ struct HTTPRequestAssembly {
     /// Keeps `request`'s buffers, emptied, for the next request, unless one is under way or they are large.
     mutating func recycle(_ request: inout HTTPRequest) {
         guard fieldBytes.capacity == 0, fields.capacity == 0, self.request.body.capacity == 0, !inBody, !inSection else { return }
-        var (bytes, index) = request.headers.takeStorage()
-        if bytes.capacity <= Self.recycledHeadBytes {
-            bytes.removeAll(keepingCapacity: true)
-            fieldBytes = bytes
-        }
-        if index.capacity <= Self.recycledFields {
-            index.removeAll(keepingCapacity: true)
-            fields = index
-        }
+        request.headers.moveStorage(into: &fieldBytes, &fields, maxBytes: Self.recycledHeadBytes, maxFields: Self.recycledFields)
         if request.body.capacity <= Self.recycledBodyBytes {
             request.body.removeAll(keepingCapacity: true)
             swap(&self.request.body, &request.body)

@@ -9,7 +9,7 @@ public final class HTTPServer {
     public let loop: EventLoop
     public let configuration: ServerConfiguration
     let logger: Logger
-    private let router: Router
+    private let routes: RouteTable
     private let responder: HTTPResponder
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
@@ -42,7 +42,7 @@ public final class HTTPServer {
         metrics.routes = router.paths
         connectionRate = configuration.maxConnectionRate.map { TokenBucket(limit: RateLimit(perSecond: $0, burst: 2 * $0), now: uv_hrtime()) }
         self.configuration = configuration
-        self.router = router
+        routes = router.table
         self.logger = logger
         requestTimeoutMilliseconds = UInt64(configuration.requestTimeout * 1000)
         idleTimeoutMilliseconds = UInt64(configuration.idleTimeout * 1000)
@@ -158,7 +158,7 @@ public final class HTTPServer {
                                      isHead: isHead, keepAliveHeader: keepAliveHeader)
             connection.spareContext = context
         }
-        router.route(request, into: context)
+        routes.route(request, into: context)
         responder(request, context) { response in context.connection.complete(context, response) }
     }
 
@@ -174,7 +174,7 @@ public final class HTTPServer {
     }
 
     /// The path of the route numbered `index`.
-    func routePath(_ index: Int) -> String { router.path(at: index) }
+    func routePath(_ index: Int) -> String { routes.path(at: index) }
 
     /// Counts an answer for `/metrics`, by route, status and duration.
     func record(_ response: HTTPResponse, to context: RequestContext) {

@@ -16,60 +16,55 @@ public struct Router {
         var routes: [Route]
     }
 
-    /// In a class, so that a lookup borrows the tables: a struct's arrays are retained by every
-    /// closure that captures it, and a lookup runs for every request.
-    private var table = RouteTable()
+    /// By number.
+    private var routes: [PathRoutes] = []
 
     /// Every routed path, by its number.
-    var paths: [String] { table.routes.map(\.path) }
+    var paths: [String] { routes.map(\.path) }
 
     public init() {}
 
     /// Serves `method` on `path` with `responder`; the client needs `scope` (nil: anyone may).
     public mutating func add(_ method: HTTPMethod, _ path: String, scope: Scope?, _ responder: @escaping HTTPResponder) {
-        if !isKnownUniquelyReferenced(&table) { table = table.copy() }
-        table.add(Route(method: method, scope: scope, endpoint: Endpoint(respond: responder)), at: path)
+        let route = Route(method: method, scope: scope, endpoint: Endpoint(respond: responder))
+        if let index = routes.firstIndex(where: { $0.path == path }) {
+            routes[index].routes.append(route)
+        } else {
+            routes.append(PathRoutes(path: path, index: routes.count, routes: [route]))
+        }
     }
 
-    /// The path routed under number `index`.
-    func path(at index: Int) -> String { table.routes[index].path }
-
-    /// Fills in the context's route, scope and endpoint for `request`.
-    func route(_ request: HTTPRequest, into context: RequestContext) {
-        table.route(request, into: context)
-    }
+    /// The routes as they are now, ready for lookups.
+    var table: RouteTable { RouteTable(routes) }
 
     static func answer(_ problem: Problem) -> HTTPResponder {
         { _, _, respond in respond(problem.response) }
     }
 }
 
-/// A router's routes, by number. A server has a dozen paths or so: comparing their bytes beats
-/// hashing the request's.
-private final class RouteTable {
-    private(set) var routes: [Router.PathRoutes] = []
+/// A router's routes, frozen for lookups. A class of constants: a lookup, which runs for every
+/// request, borrows them, where a struct's arrays are retained by each closure that captures it.
+/// A server has a dozen paths or so: comparing their bytes beats hashing the request's.
+final class RouteTable {
+    let routes: [Router.PathRoutes]
     /// Every path's bytes, one after another, and where each lies: one buffer, so that comparing the
     /// request's path with each costs no reference counting.
-    private var pathBytes: [UInt8] = []
-    private var pathRanges: [Range<Int>] = []
+    private let pathBytes: [UInt8]
+    private let pathRanges: [Range<Int>]
 
-    init() {}
-
-    func copy() -> RouteTable {
-        let copy = RouteTable()
-        (copy.routes, copy.pathBytes, copy.pathRanges) = (routes, pathBytes, pathRanges)
-        return copy
-    }
-
-    func add(_ route: Router.Route, at path: String) {
-        if let index = routes.firstIndex(where: { $0.path == path }) {
-            routes[index].routes.append(route)
-        } else {
-            routes.append(Router.PathRoutes(path: path, index: routes.count, routes: [route]))
-            pathRanges.append(pathBytes.count..<pathBytes.count + path.utf8.count)
-            pathBytes.append(contentsOf: path.utf8)
+    init(_ routes: [Router.PathRoutes]) {
+        self.routes = routes
+        var bytes: [UInt8] = []
+        var ranges: [Range<Int>] = []
+        for entry in routes {
+            ranges.append(bytes.count..<bytes.count + entry.path.utf8.count)
+            bytes.append(contentsOf: entry.path.utf8)
         }
+        (pathBytes, pathRanges) = (bytes, ranges)
     }
+
+    /// The path routed under number `index`.
+    func path(at index: Int) -> String { routes[index].path }
 
     /// The number of `path`'s routes. (A number, not the entry: copying an entry out costs a retain
     /// and a release of each of its references, for every request.)
@@ -85,6 +80,7 @@ private final class RouteTable {
         }
     }
 
+    /// Fills in the context's route, scope and endpoint for `request`.
     func route(_ request: HTTPRequest, into context: RequestContext) {
         let found = request.withOriginFormPath { entryIndex(forBytes: $0) } ?? entryIndex(for: request.path)
         guard let index = found else {
