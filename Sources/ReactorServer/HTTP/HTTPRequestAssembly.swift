@@ -130,15 +130,16 @@ struct HTTPRequestAssembly {
             // Only the head's fields: trailers are not headers. (A trailer cannot set these in time
             // to matter: they are read when the head completes.)
             guard notingHeadFacts else { continue }
-            switch nameCount {
-            case 4 where equalsLowercased(name, "host"):
-                facts.hostCount += 1
-            case 6 where equalsLowercased(name, "expect"):
-                if end - valueStart == 12 && equalsLowercased(bytes + valueStart, "100-continue") { facts.sawExpectContinue = true }
-            case 12 where facts.contentTypeField < 0 && equalsLowercased(name, "content-type"):
-                facts.contentTypeField = index
-            default:
-                break
+            let nameBytes = UnsafeBufferPointer(start: name, count: nameCount)
+            switch HTTPHeaders.fact(ofFieldNamed: nameBytes) {
+            case .host?: facts.hostCount += 1
+            case .contentType? where facts.contentTypeField < 0: facts.contentTypeField = index
+            default: break
+            }
+            if nameCount == 6
+                && HTTPASCII.caseInsensitiveEqual(nameBytes, lowercase: "expect")
+                && HTTPASCII.caseInsensitiveEqual(UnsafeBufferPointer(start: bytes + valueStart, count: end - valueStart), lowercase: "100-continue") {
+                facts.sawExpectContinue = true
             }
         }
         return false
@@ -332,15 +333,6 @@ private func isTokenByte(_ byte: UInt8) -> Bool {
     let low: UInt64 = 0x03FF_6CFA_0000_0000
     let high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
     return byte < 64 ? (low >> byte) & 1 == 1 : byte < 128 && (high >> (byte - 64)) & 1 == 1
-}
-
-/// Whether the bytes at `bytes` equal `lowercase` (all lowercase) ignoring ASCII case; the caller
-/// has checked that there are as many.
-@inline(__always)
-private func equalsLowercased(_ bytes: UnsafePointer<UInt8>, _ lowercase: StaticString) -> Bool {
-    let expected = lowercase.utf8Start
-    for index in 0..<lowercase.utf8CodeUnitCount where HTTPASCII.lowercased(bytes[index]) != expected[index] { return false }
-    return true
 }
 
 // MARK: - llhttp settings

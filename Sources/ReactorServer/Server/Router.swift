@@ -9,14 +9,13 @@ public struct Router {
         let endpoint: Endpoint
     }
 
-    /// The routes of one path, and the path's number (for metrics kept in arrays, not dictionaries).
+    /// The routes of one path.
     struct PathRoutes {
         let path: String
-        let index: Int
         var routes: [Route]
     }
 
-    /// By number.
+    /// By number: a path's position is its number (for metrics kept in arrays, not dictionaries).
     private var routes: [PathRoutes] = []
 
     /// Every routed path, by its number.
@@ -30,7 +29,7 @@ public struct Router {
         if let index = routes.firstIndex(where: { $0.path == path }) {
             routes[index].routes.append(route)
         } else {
-            routes.append(PathRoutes(path: path, index: routes.count, routes: [route]))
+            routes.append(PathRoutes(path: path, routes: [route]))
         }
     }
 
