@@ -105,39 +105,39 @@ extension JSONDocument {
     mutating func applyRecordingChanges(_ event: DocumentEvent) throws(EventRejection) -> [JSONPatchOperation]? {
         switch event {
         case .set(let path, let value):
-            let before = DocumentChanges.Presence(of: path, in: root, keepingTarget: true)
-            try root.documentSet(value, at: path)
-            return before.replacement(by: value, in: root)
+            let before = DocumentChanges.Presence(of: path, in: content, keepingTarget: true)
+            try content.documentSet(value, at: path)
+            return before.replacement(by: value, in: content)
         case .merge(let path, let value):
             // Worked out before the merge, from the target as it was.
-            let operations = root[path].map { DocumentChanges.merge(value, into: $0, at: path) }
-            let before = operations == nil ? DocumentChanges.Presence(of: path, in: root) : nil
-            try root.documentMerge(value, at: path)
-            return operations ?? [before!.creation(in: root)]
+            let operations = content[path].map { DocumentChanges.merge(value, into: $0, at: path) }
+            let before = operations == nil ? DocumentChanges.Presence(of: path, in: content) : nil
+            try content.documentMerge(value, at: path)
+            return operations ?? [before!.creation(in: content)]
         case .remove(let path):
-            try root.documentRemove(at: path)
+            try content.documentRemove(at: path)
             return [.remove(path: path)]
         case .increment(let path, let amount):
             // A counter nearly always exists already: then its change is one replace (none for a
             // zero step), known without walking the path first to see what is there. Only when that
             // fails (a missing target, or an error) is the walk made, and the edit tried again.
-            if case let (previous?, sum)? = try? root.documentIncrement(at: path, by: amount, createsMissing: false) {
+            if case let (previous?, sum)? = try? content.documentIncrement(at: path, by: amount, createsMissing: false) {
                 return previous == sum ? [] : [.replace(path: path, value: sum)]
             }
             // The target is a number (or the edit fails): keeping it copies nothing.
-            let before = DocumentChanges.Presence(of: path, in: root, keepingTarget: true)
-            let (_, sum) = try root.documentIncrement(at: path, by: amount)
-            return before.replacement(by: sum, in: root)
+            let before = DocumentChanges.Presence(of: path, in: content, keepingTarget: true)
+            let (_, sum) = try content.documentIncrement(at: path, by: amount)
+            return before.replacement(by: sum, in: content)
         case .append(let path, let value):
-            let before = DocumentChanges.Presence(of: path, in: root)
-            try root.documentAppend(value, at: path)
+            let before = DocumentChanges.Presence(of: path, in: content)
+            try content.documentAppend(value, at: path)
             if before.targetExisted, let count = before.arrayCount {
                 return [.add(path: path.appending(index: count), value: value)]
             }
-            return [before.creation(in: root)]
+            return [before.creation(in: content)]
         case .patch(let operations):
             do {
-                try root.apply(patch: operations)
+                try content.apply(patch: operations)
             } catch {
                 throw EventRejection(error, in: operations)
             }

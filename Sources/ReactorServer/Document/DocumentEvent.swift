@@ -5,17 +5,20 @@ import Reactor
 /// Every event either applies completely or is rejected with the document left exactly as it was.
 /// On the wire an event is `{"type": "set", "path": "/a/b", "value": 1}`; see
 /// `JSONDocument.eventRegistry` for each type's members.
+///
+/// The cases that carry a JSON value are `indirect`: the others then fit in an existential's inline
+/// buffer, so that firing an increment or a remove as `any Event` allocates nothing.
 public enum DocumentEvent: NamedEvent, Equatable {
     /// Puts `value` at `path`, replacing what is there. Missing intermediate objects are created
     /// (like `mkdir -p`); arrays are not. In an array, the last token may be an existing index
     /// (replace), or the array's length or "-" (append). `""` replaces the whole document.
-    case set(path: JSONPointer, value: JSON)
+    indirect case set(path: JSONPointer, value: JSON)
 
     /// Applies `value` as an RFC 7386 merge patch to the value at `path`. A missing value counts as
     /// null and is created, with its intermediate objects. Literally RFC 7386: a non-object `value`
     /// (null included) replaces the target rather than deleting it; to delete, merge `{"name": null}`
     /// into the parent, or `remove`.
-    case merge(path: JSONPointer, value: JSON)
+    indirect case merge(path: JSONPointer, value: JSON)
 
     /// Removes the member or element at `path`, which must exist. The whole document cannot be removed.
     case remove(path: JSONPointer)
@@ -26,7 +29,7 @@ public enum DocumentEvent: NamedEvent, Equatable {
     case increment(path: JSONPointer, by: Amount = 1)
 
     /// Appends `value` to the array at `path`; a missing target is created as `[value]`.
-    case append(path: JSONPointer, value: JSON)
+    indirect case append(path: JSONPointer, value: JSON)
 
     /// Applies an RFC 6902 JSON Patch, atomically. A failed `test` operation is a conflict.
     case patch([JSONPatchOperation])

@@ -6,27 +6,67 @@ import Logging
 /// Events are applied in place: this is the server's hot path, so an event touches only the
 /// containers along its path and copies none of them while the document is their only owner.
 public struct JSONDocument: HostedState, Equatable {
-    /// The whole document; `{}` for a new one.
+    /// The whole document; `{}` for a new one. Setting or editing it forgets `lastChanges`.
     public var root: JSON {
-        didSet { lastChanges = nil }
+        _read { yield storage.root }
+        _modify {
+            makeStorageUnique()
+            storage.lastChanges = nil
+            yield &storage.root
+        }
     }
 
     /// The operations the last applied event made (see `DocumentChanges`); nil for a document
     /// changed any other way, or not changed yet. A rejected event leaves
     /// them, like the document, as they were. Not part of the document: equal documents may have got where they are by
     /// different events.
-    public private(set) var lastChanges: [JSONPatchOperation]?
+    public var lastChanges: [JSONPatchOperation]? { storage.lastChanges }
+
+    /// The root and the last changes, behind one reference (copied on write): the core copies its
+    /// state for every event it publishes, and a copy of this costs one retain and release, where
+    /// the root's containers and the changes would cost four.
+    private var storage: Storage
+
+    /// @unchecked Sendable: changed only through a document that holds the one reference to it
+    /// (copy on write), so no two owners ever see it change.
+    private final class Storage: @unchecked Sendable {
+        // @exclusivity(unchecked): reached only through the document's accessors, whose own
+        // (static) exclusivity rules cover it; a dynamic check would run on every event.
+        @exclusivity(unchecked) var root: JSON
+        @exclusivity(unchecked) var lastChanges: [JSONPatchOperation]?
+
+        init(root: JSON, lastChanges: [JSONPatchOperation]?) {
+            self.root = root
+            self.lastChanges = lastChanges
+        }
+    }
 
     public init(root: JSON = [:]) {
-        self.root = root
+        storage = Storage(root: root, lastChanges: nil)
     }
 
     public init(json: JSON) {
-        root = json
+        self.init(root: json)
+    }
+
+    private mutating func makeStorageUnique() {
+        if !isKnownUniquelyReferenced(&storage) {
+            storage = Storage(root: storage.root, lastChanges: storage.lastChanges)
+        }
+    }
+
+    /// The document, for the edits of an event: unlike `root`, editing it keeps `lastChanges` (the
+    /// event sets them once it is applied, and a rejected one leaves them as they were).
+    var content: JSON {
+        _read { yield storage.root }
+        _modify {
+            makeStorageUnique()
+            yield &storage.root
+        }
     }
 
     public static func == (lhs: JSONDocument, rhs: JSONDocument) -> Bool {
-        lhs.root == rhs.root
+        lhs.storage === rhs.storage || lhs.root == rhs.root
     }
 
     /// The document itself: the server serializes it as is, sharing its storage.
@@ -51,10 +91,8 @@ public struct JSONDocument: HostedState, Equatable {
     /// Applies `event`, or throws with the document exactly as it was (`.conflict` for a JSON Patch
     /// whose `test` failed, `.invalid` otherwise).
     public mutating func apply(_ event: DocumentEvent) throws(EventRejection) {
-        // Set after the edit: the edits themselves go through `root`'s accessors, which forget the
-        // changes of the event before.
         let changes = try applyRecordingChanges(event)
-        lastChanges = changes
+        storage.lastChanges = changes
     }
 }
 

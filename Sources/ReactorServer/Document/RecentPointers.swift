@@ -5,11 +5,14 @@ import Foundation
 /// String per token each time. Per thread, so that the loop thread (or a replay) needs no lock.
 final class RecentPointers {
     private static let capacity = 8
+    // @exclusivity(unchecked) on the stored properties below: one thread's own, touched by
+    // `pointer(_:)` alone, which calls nothing that could reach them meanwhile; a dynamic check on
+    // each access would run for every event read.
     /// The paths' UTF-8, compared as bytes: a path read from a request is never made a String
     /// while it is among these.
-    private var texts: [[UInt8]] = []
-    private var pointers: [JSONPointer] = []
-    private var next = 0
+    @exclusivity(unchecked) private var texts: [[UInt8]] = []
+    @exclusivity(unchecked) private var pointers: [JSONPointer] = []
+    @exclusivity(unchecked) private var next = 0
 
     /// The pointer `text` spells, parsed once while it is among the recent ones; nil if it is none.
     static func pointer(_ text: UnsafeRawBufferPointer) -> JSONPointer? {

@@ -32,6 +32,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     }
 
     let log: (any EventLog)?
+    /// Where published states go. One `let`, not a list of observers: a call through it costs no
+    /// reference counting, for every event.
+    private let hub: SubscriptionHub<StateType>
     private unowned let core: Core<StateType>
     private let loop: EventLoop
     private let logger: Logger
@@ -50,7 +53,6 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// core's state is the published one: held here as well, a document's root would have two
     /// owners, and the core would copy it on every event.
     @exclusivity(unchecked) private var journaledState: StateType?
-    @exclusivity(unchecked) private var observers: [(StateType, UInt64) -> Void] = []
     @exclusivity(unchecked) private var pending: [Entry] = []
     @exclusivity(unchecked) private var appending = false
     @exclusivity(unchecked) private var waiters: Deque<(version: UInt64, resume: (Problem?) -> Void)> = []
@@ -65,9 +67,11 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// The JSON an event arrived as, offered for the event being applied (see `offering`).
     @exclusivity(unchecked) private var offeredWireForm: [UInt8]?
 
-    init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, loop: EventLoop, options: Options,
-         metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
+    /// `hub` gets the published state now, and every state published after it.
+    init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, hub: SubscriptionHub<StateType>,
+         loop: EventLoop, options: Options, metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
         self.core = core
+        self.hub = hub
         self.metrics = metrics
         self.log = log
         self.loop = loop
@@ -79,12 +83,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             endOfIteration = PrepareWatcher(loop: loop) { [unowned self] in flush() }
             core.add(interceptor: ConcreteInterceptor(JournalableEventInterceptor<StateType>()))
         }
-    }
-
-    /// Calls `observer` with the published state now and with every state published after it.
-    func addObserver(_ observer: @escaping (StateType, UInt64) -> Void) {
-        observers.append(observer)
-        observer(published.state, published.version)
+        hub.update(with: state, version: version)
     }
 
     /// Runs `resume` once `version` is published: with nil, or with the 503 problem if the log
@@ -197,7 +196,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     private func publish(_ state: StateType, _ version: UInt64) {
         publishedVersion = version
         if log != nil { journaledState = state }
-        for observer in observers { observer(state, version) }
+        hub.update(with: state, version: version)
         while let first = waiters.first, first.version <= version {
             waiters.removeFirst().resume(nil)
         }

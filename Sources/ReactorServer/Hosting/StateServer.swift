@@ -16,8 +16,9 @@ public final class StateServer<StateType: HostedState> {
 
     /// Creates the server on `loop`'s thread. `state` and `version` are where the core starts: the
     /// state `log` was recovered to, when there is a log. `middlewares` are the core's
-    /// (`process(event:state:)`); `httpMiddleware` runs after the built-in logging, CORS and auth,
-    /// in front of the routes. `files` are served as they are (a dashboard, say).
+    /// (`process(event:state:)`), run before the built-in event logging and publishing;
+    /// `httpMiddleware` runs after the built-in logging, CORS and auth, in front of the routes.
+    /// `files` are served as they are (a dashboard, say).
     public init(
         loop: EventLoop,
         state: StateType,
@@ -30,18 +31,25 @@ public final class StateServer<StateType: HostedState> {
         httpMiddleware: [any HTTPMiddleware] = [],
         logger: Logger
     ) {
-        core = Core(state: state, version: version, middlewares: [ConcreteMiddleware(EventLogger<StateType>(logger: logger, metrics: metrics))] + middlewares, executor: loop)
+        core = Core(state: state, version: version, middlewares: middlewares, executor: loop)
         if !configuration.tokens.isEmpty {
             core.add(interceptor: ConcreteInterceptor(EventPermissionInterceptor<StateType>()))
             core.add(interceptor: ConcreteInterceptor(EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics)))
         }
-        pipeline = CommitPipeline(core: core, state: state, version: version, log: log, loop: loop,
+        // The pipeline tells the hub of each state it publishes; the hub asks the pipeline for the
+        // published state when it needs it (a new subscriber's snapshot), through a reference set
+        // once the pipeline exists.
+        unowned var publisher: CommitPipeline<StateType>?
+        let hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, logger: logger) { publisher!.published.state }
+        pipeline = CommitPipeline(core: core, state: state, version: version, log: log, hub: hub, loop: loop,
                                   options: .init(snapshotEvents: storage.snapshotEvents, snapshotBytes: storage.snapshotBytes),
                                   metrics: metrics, logger: logger)
-        core.add(middleware: ConcreteMiddleware(pipeline))
+        publisher = pipeline
+        // After the operator's middleware: the pipeline publishes what they have seen.
+        core.add(middleware: ConcreteMiddleware(EventLogger<StateType>(logger: logger, metrics: metrics), then: pipeline))
         history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)
         service = StateService(core: core, pipeline: pipeline, history: history, loop: loop, configuration: configuration, logger: logger)
-        subscriptions = SubscriptionService(core: core, pipeline: pipeline, loop: loop, configuration: configuration, logger: logger)
+        subscriptions = SubscriptionService(core: core, pipeline: pipeline, hub: hub, loop: loop, configuration: configuration, logger: logger)
         metricsService = MetricsService(metrics: metrics, pipeline: pipeline, hub: subscriptions.hub)
         var router = Router()
         service.register(in: &router)

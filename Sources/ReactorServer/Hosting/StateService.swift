@@ -21,6 +21,9 @@ final class StateService<StateType: HostedState> {
     private let loop: EventLoop
     /// The state's JSON, kept for the version it was made from: reads between events reuse it.
     private var encoded: (version: UInt64, json: JSON, bytes: [UInt8])?
+    /// See `reusedVersionBody`. @exclusivity(unchecked): touched on the loop thread only, by that
+    /// method alone, which calls nothing that could reach it meanwhile.
+    @exclusivity(unchecked) private var spareVersionBody: [UInt8] = []
 
     init(core: Core<StateType>, pipeline: CommitPipeline<StateType>, history: HistoryService<StateType>, loop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
         self.core = core
@@ -110,6 +113,9 @@ final class StateService<StateType: HostedState> {
             }
         }
         if let result = pipeline.offering(wireForm: wireForm, { core.fireIfIdle(event: event, origin: origin) }) {
+            if case .success(let version) = result, pipeline.isPublished(version) {
+                return respond(.json(reusedVersionBody(version)))
+            }
             return Self.answer(result, pipeline: pipeline, respond: respond)
         }
         let responder = LoopBoundResponder(respond, loop: loop)
@@ -210,9 +216,23 @@ final class StateService<StateType: HostedState> {
     }
 
     static func versionBody(_ version: UInt64) -> [UInt8] {
-        // Written on the stack, then copied into an array made for it in one go. (Growing an array,
-        // or `Array(unsafeUninitializedCapacity:)`, which is not specialised and looks its storage
-        // type up at run time, costs several times as much.)
+        // Copied into an array made for it in one go. (Growing an array, or
+        // `Array(unsafeUninitializedCapacity:)`, which is not specialised and looks its storage type
+        // up at run time, costs several times as much.)
+        withVersionBody(version) { [UInt8]($0) }
+    }
+
+    /// `{"version":N}` in `spareVersionBody`, written over in place: the answer before has been
+    /// written and dropped by now (unless it waits behind a pipelined request, and then the array is
+    /// copied), so an answer costs no allocation.
+    private func reusedVersionBody(_ version: UInt64) -> [UInt8] {
+        spareVersionBody.removeAll(keepingCapacity: true)
+        Self.withVersionBody(version) { spareVersionBody.append(contentsOf: $0) }
+        return spareVersionBody
+    }
+
+    /// The body of an answer to `POST /events`, written on the stack.
+    private static func withVersionBody<Result>(_ version: UInt64, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
             let prefix: StaticString = #"{"version":"#
             var count = prefix.utf8CodeUnitCount
@@ -222,7 +242,7 @@ final class StateService<StateType: HostedState> {
                 count += digits.count
             }
             buffer[count] = UInt8(ascii: "}")
-            return [UInt8](UnsafeBufferPointer(rebasing: buffer[...count]))
+            return body(UnsafeBufferPointer(rebasing: buffer[...count]))
         }
     }
 

@@ -46,10 +46,10 @@ public struct Router {
 /// A server has a dozen paths or so: comparing their bytes beats hashing the request's.
 final class RouteTable {
     let routes: [Router.PathRoutes]
-    /// Every path's bytes, one after another, and where each lies: one buffer, so that comparing the
-    /// request's path with each costs no reference counting.
-    private let pathBytes: [UInt8]
-    private let pathRanges: [Range<Int>]
+    /// Every path's bytes, one after another, and where each lies, in memory of the table's own: a
+    /// lookup reads them through plain pointers, which (unlike arrays) cost no reference counting.
+    private let pathBytes: UnsafeMutableBufferPointer<UInt8>
+    private let pathRanges: UnsafeMutableBufferPointer<Range<Int>>
 
     init(_ routes: [Router.PathRoutes]) {
         self.routes = routes
@@ -59,7 +59,15 @@ final class RouteTable {
             ranges.append(bytes.count..<bytes.count + entry.path.utf8.count)
             bytes.append(contentsOf: entry.path.utf8)
         }
-        (pathBytes, pathRanges) = (bytes, ranges)
+        pathBytes = .allocate(capacity: max(bytes.count, 1))
+        _ = pathBytes.initialize(from: bytes)
+        pathRanges = .allocate(capacity: max(ranges.count, 1))
+        _ = pathRanges.initialize(from: ranges)
+    }
+
+    deinit {
+        pathBytes.deallocate()
+        pathRanges.deallocate()
     }
 
     /// The path routed under number `index`.
@@ -69,19 +77,25 @@ final class RouteTable {
     /// and a release of each of its references, for every request.)
     private func entryIndex(for path: Substring) -> Int? {
         var path = path
-        return path.withUTF8 { entryIndex(forBytes: $0) }
+        return path.withUTF8 { Self.entryIndex(forBytes: $0, in: pathBytes, at: pathRanges, count: routes.count) }
     }
 
-    private func entryIndex(forBytes wanted: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard let wantedStart = wanted.baseAddress else { return nil }
-        return pathBytes.withUnsafeBufferPointer { all in
-            pathRanges.firstIndex { $0.count == wanted.count && memcmp(all.baseAddress! + $0.lowerBound, wantedStart, wanted.count) == 0 }
+    /// Static, with the table's buffers passed in: a closure that captured the table would retain it.
+    private static func entryIndex(forBytes wanted: UnsafeBufferPointer<UInt8>, in pathBytes: UnsafeMutableBufferPointer<UInt8>,
+                                   at pathRanges: UnsafeMutableBufferPointer<Range<Int>>, count: Int) -> Int? {
+        guard let wantedStart = wanted.baseAddress, let all = pathBytes.baseAddress else { return nil }
+        for index in 0..<count {
+            let range = pathRanges[index]
+            if range.count == wanted.count && memcmp(all + range.lowerBound, wantedStart, wanted.count) == 0 { return index }
         }
+        return nil
     }
 
     /// Fills in the context's route, scope and endpoint for `request`.
     func route(_ request: HTTPRequest, into context: RequestContext) {
-        let found = request.withOriginFormPath { entryIndex(forBytes: $0) } ?? entryIndex(for: request.path)
+        let (bytes, ranges, count) = (pathBytes, pathRanges, routes.count)
+        let found = request.withOriginFormPath { Self.entryIndex(forBytes: $0, in: bytes, at: ranges, count: count) }
+            ?? entryIndex(for: request.path)
         guard let index = found else {
             context.endpoint = Endpoint(respond: Router.answer(.notFound(request.path)))
             return

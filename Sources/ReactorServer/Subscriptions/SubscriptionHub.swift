@@ -99,12 +99,16 @@ final class SubscriptionHub<StateType: HostedState> {
         let previous = kept
         version = newVersion
         kept = recorded == nil || subtreeGroups > 0 ? json : nil
-        window.append(.init(version: newVersion, operations: operations))
         if !snapshots.isEmpty { snapshots.removeAll(keepingCapacity: true) }
-        for (selection, sinks) in groups where !sinks.isEmpty {
-            guard let message = message(for: selection, previous: previous, current: json, rootOperations: operations) else { continue }
-            for sink in sinks.values { sink.deliver(message) }
+        // Iterating even an empty dictionary retains and releases its storage, on every event.
+        if !groups.isEmpty {
+            for (selection, sinks) in groups where !sinks.isEmpty {
+                guard let message = message(for: selection, previous: previous, current: json, rootOperations: operations) else { continue }
+                for sink in sinks.values { sink.deliver(message) }
+            }
         }
+        // Last, so that the operations move into the window rather than being copied there.
+        window.append(.init(version: newVersion, operations: operations))
     }
 
     /// The message a selection's subscribers get for the transition just made; nil when the

@@ -17,15 +17,16 @@ final class SubscriptionService<StateType: HostedState> {
 
     static var subprotocol: String { "reactor.v1" }
 
-    init(core: Core<StateType>, pipeline: CommitPipeline<StateType>, loop: EventLoop, configuration: ServerConfiguration, logger: Logger) {
+    /// `hub` is the one `pipeline` publishes to: subscribers see published states only (with a
+    /// journal, states already on disk).
+    init(core: Core<StateType>, pipeline: CommitPipeline<StateType>, hub: SubscriptionHub<StateType>, loop: EventLoop,
+         configuration: ServerConfiguration, logger: Logger) {
         self.core = core
         self.pipeline = pipeline
+        self.hub = hub
         self.loop = loop
         self.configuration = configuration
         self.logger = logger
-        hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, logger: logger) { [unowned pipeline] in pipeline.published.state }
-        // Subscribers see published states only: with a journal, states already on disk.
-        pipeline.addObserver { [hub] state, version in hub.update(with: state, version: version) }
     }
 
     func register(in router: inout Router) {

@@ -48,4 +48,31 @@ final class JSONDocumentStateTests: XCTestCase {
         XCTAssertEqual(JSONDocument(root: root), JSONDocument(root: root))
         XCTAssertNotEqual(JSONDocument(root: root), JSONDocument())
     }
+
+    /// A document keeps its root and changes behind one reference: copies must still be values.
+    func testCopiesAreIndependentWhateverChangesThem() throws {
+        var original = JSONDocument(root: try documentJSON(#"{"n":1}"#))
+        try original.apply(.increment(path: documentPointer("/n"), by: 1))
+        let applied = original.lastChanges
+        let copy = original
+        try original.apply(.set(path: documentPointer("/s"), value: "x"))
+        XCTAssertEqual(copy.root.jsonString, #"{"n":2}"#, "an event on the original leaves the copy as it was")
+        XCTAssertEqual(copy.lastChanges, applied)
+        XCTAssertEqual(original.root.jsonString, #"{"n":2,"s":"x"}"#)
+
+        var edited = copy
+        edited.root = ["replaced": true]
+        XCTAssertNil(edited.lastChanges)
+        XCTAssertEqual(copy.root.jsonString, #"{"n":2}"#, "setting a copy's root leaves the copy it came from as it was")
+        XCTAssertEqual(copy.lastChanges, applied)
+        XCTAssertNotEqual(edited, copy)
+        XCTAssertEqual(copy, JSONDocument(root: try documentJSON(#"{"n":2}"#)), "equal by content, not by storage")
+    }
+
+    /// Firing an increment or a remove as `any Event` must not allocate a box for it: the event has
+    /// to fit in an existential's three inline words (its JSON-carrying cases are `indirect`).
+    func testEventsWithoutAValueFitInAnExistentialsInlineBuffer() {
+        XCTAssertLessThanOrEqual(MemoryLayout<DocumentEvent>.size, 3 * MemoryLayout<Int>.size)
+        XCTAssertLessThanOrEqual(MemoryLayout<DocumentEvent>.alignment, MemoryLayout<Int>.alignment)
+    }
 }

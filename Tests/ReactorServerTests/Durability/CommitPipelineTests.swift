@@ -6,7 +6,7 @@ import Reactor
 import XCTest
 
 /// The journal under a core on a real libuv loop, with disk errors injected: an event is answered
-/// only once journaled, an event the journal refuses is undone and answered 503, observers never see
+/// only once journaled, an event the journal refuses is undone and answered 503, subscribers never see
 /// an undone state, and a reopened directory holds exactly what was acknowledged.
 final class CommitPipelineTests: XCTestCase {
     private var root: String!
@@ -30,13 +30,28 @@ final class CommitPipelineTests: XCTestCase {
         let core: Core<JSONDocument>
         let pipeline: CommitPipeline<JSONDocument>
         let log: FileEventLog
-        var observed: [(version: UInt64, n: JSON?)] = []
+        /// What a whole-state subscriber of the pipeline's hub got: its snapshot, then every state.
+        var received: [SubscriberMessage] = []
 
         init(core: Core<JSONDocument>, pipeline: CommitPipeline<JSONDocument>, log: FileEventLog) {
             self.core = core
             self.pipeline = pipeline
             self.log = log
         }
+
+        /// The published states, as the subscriber saw them.
+        var observed: [(version: UInt64, n: JSON?)] {
+            received.map { message in
+                (message.version, try! JSON(parsing: message.json)[try! JSONPointer("/state/n")])
+            }
+        }
+    }
+
+    /// Unowned: the hub holds its subscribers, and the harness holds the hub through the pipeline.
+    final class Subscriber: SubscriptionSink {
+        unowned let harness: Harness
+        init(_ harness: Harness) { self.harness = harness }
+        func deliver(_ message: SubscriberMessage) { harness.received.append(message) }
     }
 
     private func onLoop<T: Sendable>(_ body: @escaping @Sendable (@escaping @Sendable (T) -> Void) -> Void) -> T {
@@ -68,11 +83,15 @@ final class CommitPipelineTests: XCTestCase {
                 let (log, state, version) = try Storage.open(directory, initialState: JSONDocument(), loop: loop,
                                                              options: .init(fsync: fsync, segmentBytes: segmentBytes), logger: logger)
                 let core = Core(state: state, version: version, executor: loop)
-                let pipeline = CommitPipeline(core: core, state: state, version: version, log: log, loop: loop,
+                unowned var publisher: CommitPipeline<JSONDocument>?
+                let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { publisher!.published.state }
+                let pipeline = CommitPipeline(core: core, state: state, version: version, log: log, hub: hub, loop: loop,
                                               options: .init(snapshotEvents: snapshotEvents), logger: logger)
+                publisher = pipeline
                 core.add(middleware: pipeline)
                 let harness = Harness(core: core, pipeline: pipeline, log: log)
-                pipeline.addObserver { state, version in harness.observed.append((version, state.root["n"])) }
+                let subscriber = Subscriber(harness)
+                harness.received = hub.subscribe(subscriber, to: SubscriptionSelection(path: .root, mode: .state), since: nil)
                 return harness
             })
         }
@@ -141,7 +160,7 @@ final class CommitPipelineTests: XCTestCase {
         XCTAssertEqual(now.n, 6)
 
         let observed: [UInt64] = onLoop { finish in finish(harness.observed.map(\.version)) }
-        XCTAssertEqual(observed, Array(0...6), "observers saw every journaled state once and nothing undone")
+        XCTAssertEqual(observed, Array(0...6), "subscribers saw every journaled state once and nothing undone")
         let values: [JSON?] = onLoop { finish in finish(harness.observed.map(\.n)) }
         XCTAssertEqual(values, [nil] + (1...6).map { JSON.integer($0) })
 
