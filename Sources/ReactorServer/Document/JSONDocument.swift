@@ -17,8 +17,8 @@ public struct JSONDocument: HostedState, Equatable {
     }
 
     /// The operations the last applied event made (see `DocumentChanges`); nil for a document
-    /// changed any other way, or not changed yet. A rejected event leaves
-    /// them, like the document, as they were. Not part of the document: equal documents may have got where they are by
+    /// changed any other way, or not changed yet. A rejected event leaves them, like the document,
+    /// as they were. Not part of the document: equal documents may have got where they are by
     /// different events.
     public var lastChanges: [JSONPatchOperation]? { storage.lastChanges }
 
