@@ -102,8 +102,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
         draining = true
         let result: Result<UInt64, any Error>
         do {
-            try admit(event, origin: origin)
-            publishApplied(event)
+            publishApplied(event, state: try admit(event, origin: origin))
             result = .success(currentVersion)
         } catch {
             result = .failure(error)
@@ -311,36 +310,50 @@ public final class Core<StateType: State>: @unchecked Sendable {
         case .perform(let body):
             body()
         case .event(let event, let origin, let completion):
+            let state: StateType
             do {
-                try admit(event, origin: origin)
+                state = try admit(event, origin: origin)
             } catch {
                 completion?(.failure(error))
                 return
             }
-            publishApplied(event)
+            publishApplied(event, state: state)
             completion?(.success(currentVersion))
         }
     }
 
-    /// Runs the interceptors, then applies `event` to the current state; throws, with the state
-    /// unchanged, if either rejects it.
+    /// Runs the interceptors, then applies `event` to the current state and returns the new state;
+    /// throws, with the state unchanged, if either rejects it.
     @inlinable
-    func admit(_ event: Event, origin: (any Sendable)?) throws {
-        for (_, interceptor) in interceptors {
-            try interceptor.intercept(event: event, state: current, origin: origin)
+    func admit(_ event: Event, origin: (any Sendable)?) throws -> StateType {
+        if !interceptors.isEmpty {
+            let state = current
+            for (_, interceptor) in interceptors {
+                try interceptor.intercept(event: event, state: state, origin: origin)
+            }
         }
-        try current.apply(event)
+        // One access to `current` per event (each is an exclusivity check): applied in place, and
+        // the result read out in the same access for middleware and observers.
+        return try Self.applying(event, to: &current)
     }
 
-    /// Gives the event just applied its version and shows it to middleware and observers.
     @inlinable
-    func publishApplied(_ event: Event) {
+    static func applying(_ event: Event, to state: inout StateType) throws -> StateType {
+        try state.apply(event)
+        return state
+    }
+
+    /// Gives the event just applied its version and shows `state`, the state it made, to middleware
+    /// and observers. Nothing changes the state until this job ends: what they fire waits in the queue.
+    @inlinable
+    func publishApplied(_ event: Event, state: StateType) {
         currentVersion += 1
-        // Read once: each read of `current` is an exclusivity check, and nothing changes it until
-        // this job ends (what middleware fires waits in the queue).
-        let state = current
-        for (_, middleware) in middlewares {
-            middleware.process(event: event, state: state, version: currentVersion)
+        // By index: each middleware is called where it lies in the array, not copied out of it
+        // first. (What adds a middleware meanwhile waits in the queue too.)
+        var index = 0
+        while index < middlewares.count {
+            middlewares[index].1.process(event: event, state: state, version: currentVersion)
+            index += 1
         }
         notifyObservers(of: state)
     }
@@ -356,8 +369,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
             var rejected: [BatchRejection] = []
             for (index, event) in events.enumerated() {
                 do {
-                    try admit(event, origin: origin)
-                    publishApplied(event)
+                    publishApplied(event, state: try admit(event, origin: origin))
                 } catch {
                     rejected.append(BatchRejection(index: index, error: error))
                 }
@@ -371,8 +383,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
             states.reserveCapacity(events.count)
             for (index, event) in events.enumerated() {
                 do {
-                    try admit(event, origin: origin)
-                    states.append(current)
+                    states.append(try admit(event, origin: origin))
                 } catch {
                     current = before
                     completion(.failure(BatchRejection(index: index, error: error)))
@@ -381,7 +392,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
             }
             for (event, state) in zip(events, states) {
                 current = state
-                publishApplied(event)
+                publishApplied(event, state: state)
             }
             completion(.success(BatchOutcome(version: currentVersion, applied: events.count, rejected: [])))
         }

@@ -121,12 +121,12 @@ extension JSONDocument {
             // A counter nearly always exists already: then its change is one replace (none for a
             // zero step), known without walking the path first to see what is there. Only when that
             // fails (a missing target, or an error) is the walk made, and the edit tried again.
-            if case let (previous?, sum)? = try? content.documentIncrement(at: path, by: amount, createsMissing: false) {
+            if let (previous, sum) = path.tokens.withUnsafeBufferPointer({ content.incrementExistingNumber(at: $0, by: amount) }) {
                 return previous == sum ? [] : [.replace(path: path, value: sum)]
             }
             // The target is a number (or the edit fails): keeping it copies nothing.
             let before = DocumentChanges.Presence(of: path, in: content, keepingTarget: true)
-            let (_, sum) = try content.documentIncrement(at: path, by: amount)
+            let sum = try content.documentIncrement(at: path, by: amount)
             return before.replacement(by: sum, in: content)
         case .append(let path, let value):
             let before = DocumentChanges.Presence(of: path, in: content)

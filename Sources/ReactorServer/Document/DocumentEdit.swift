@@ -1,8 +1,9 @@
 /// One edit in progress, so that each rejection says what could not be done where, and why:
 /// "cannot increment /counter: it is a string, not a number".
 struct DocumentEdit {
-    /// The verb: "set", "remove", "append to"...
-    let action: String
+    /// The verb: "set", "remove", "append to"... Static text: the walk down the path copies the
+    /// edit into each closure it passes, and a `String` would be retained for each copy.
+    let action: StaticString
     let pointer: JSONPointer
 
     /// The depth of the last token, which the parent container holds.

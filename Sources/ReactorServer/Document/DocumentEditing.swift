@@ -80,42 +80,44 @@ extension JSON {
         }
     }
 
-    /// `increment`: adds `amount` to the number at `pointer` (a missing one counts as 0). Returns the
-    /// number before (nil when it was created) and after. Without `createsMissing`, a missing target
-    /// is refused like any other failure.
-    mutating func documentIncrement(at pointer: JSONPointer, by amount: DocumentEvent.Amount, createsMissing: Bool = true) throws(EventRejection) -> (previous: JSON?, sum: JSON) {
+    /// `increment`: adds `amount` to the number at `pointer` (a missing one counts as 0, and is
+    /// created). Returns the number after.
+    mutating func documentIncrement(at pointer: JSONPointer, by amount: DocumentEvent.Amount) throws(EventRejection) -> JSON {
         let edit = DocumentEdit(action: "increment", pointer: pointer)
         // Checked before anything is created: a missing target becomes the amount itself.
         if case .number(let value) = amount, !value.isFinite {
             throw edit.reject("the amount \(value) is not a finite number")
         }
-        return try withDocumentTarget(of: edit, createsMissing: createsMissing) { (target: inout JSON, existed: Bool) throws(EventRejection) -> (previous: JSON?, sum: JSON) in
+        return try withDocumentTarget(of: edit, createsMissing: true) { (target: inout JSON, existed: Bool) throws(EventRejection) -> JSON in
             guard existed else {
                 target = amount.json
-                return (nil, target)
+                return target
             }
-            let previous = target
-            switch (target, amount) {
-            case let (.integer(current), .integer(step)):
-                let (sum, overflow) = current.addingReportingOverflow(step)
-                guard !overflow else {
-                    throw edit.reject("\(current) + \(step) overflows a 64-bit integer")
-                }
-                target = .integer(sum)
-            case (.integer, _), (.number, _):
-                // Both are numbers here, so the force unwraps cannot fail.
-                let current = target.doubleValue!
-                let step = amount.json.doubleValue!
-                let sum = current + step
-                guard sum.isFinite else {
-                    throw edit.reject(
-                        "\(target.jsonString) + \(amount.json.jsonString) is not a finite number")
-                }
-                target = .number(sum)
-            default:
-                throw edit.reject("it is \(target.typeNameWithArticle), not a number")
+            guard let sum = amount.added(to: target) else {
+                throw edit.reject(amount.whyNotAdded(to: target))
             }
-            return (previous, target)
+            target = sum
+            return sum
+        }
+    }
+
+    /// The common `increment`: a number that exists, reached through objects by `tokens` from
+    /// `depth` on. Adds `amount` to it in place and returns the number before and after; nil, with
+    /// nothing changed, for anything else, which `documentIncrement` then does or refuses (saying
+    /// why). This runs for nearly every event of a counter, so it makes no edit record, captures
+    /// none in closures, and reads the tokens through a buffer (slicing the array would retain it
+    /// at each step).
+    mutating func incrementExistingNumber(at tokens: UnsafeBufferPointer<String>, depth: Int = 0, by amount: DocumentEvent.Amount) -> (previous: JSON, sum: JSON)? {
+        guard depth < tokens.count else {
+            guard let sum = amount.added(to: self) else { return nil }
+            let previous = self
+            self = sum
+            return (previous, sum)
+        }
+        guard case .object = documentContainerKind else { return nil }
+        return withMembersInPlace { members in
+            guard let index = members.index(forKey: tokens[depth]) else { return nil }
+            return members.values[index].incrementExistingNumber(at: tokens, depth: depth + 1, by: amount)
         }
     }
 

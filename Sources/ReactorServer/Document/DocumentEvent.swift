@@ -49,6 +49,33 @@ public enum DocumentEvent: NamedEvent, Equatable {
             case .number(let value): return .number(value)
             }
         }
+
+        /// `current` plus the amount: an integer while both are and the sum fits 64 bits, otherwise
+        /// a double; nil when `current` is not a number, or the sum overflows or is not finite.
+        func added(to current: JSON) -> JSON? {
+            switch (current, self) {
+            case let (.integer(value), .integer(step)):
+                let (sum, overflow) = value.addingReportingOverflow(step)
+                return overflow ? nil : .integer(sum)
+            case (.integer, _), (.number, _):
+                let sum = current.doubleValue! + json.doubleValue!
+                return sum.isFinite ? .number(sum) : nil
+            default:
+                return nil
+            }
+        }
+
+        /// Why `added(to:)` gave nil for `current`, for the rejection.
+        func whyNotAdded(to current: JSON) -> String {
+            switch (current, self) {
+            case let (.integer(value), .integer(step)):
+                return "\(value) + \(step) overflows a 64-bit integer"
+            case (.integer, _), (.number, _):
+                return "\(current.jsonString) + \(json.jsonString) is not a finite number"
+            default:
+                return "it is \(current.typeNameWithArticle), not a number"
+            }
+        }
     }
 
     /// The event's `"type"` on the wire, which the server logs and authorizes by.

@@ -21,7 +21,7 @@ enum DocumentEventReader {
         var members = Members()
         guard let reading = try? JSONParser().forEachMember(in: body, { key, value in members.take(key, value) }),
               reading == .finished, let kind = members.kind else { return nil }
-        return members.event(of: kind)
+        return members.takeEvent(of: kind)
     }
 
     private enum Kind {
@@ -79,21 +79,22 @@ enum DocumentEventReader {
             return true
         }
 
-        /// The event of `kind` when the members are exactly the ones it takes, each valid.
-        func event(of kind: Kind) -> DocumentEvent? {
+        /// The event of `kind` when the members are exactly the ones it takes, each valid. The path
+        /// and value move into the event (taken, not copied: no retain, and none released here after).
+        mutating func takeEvent(of kind: Kind) -> DocumentEvent? {
             switch kind {
             case .set, .merge, .append:
-                guard by == nil, ops == nil, let value, let pointer else { return nil }
+                guard by == nil, ops == nil, let value = value.take(), let pointer = pointer.take() else { return nil }
                 switch kind {
                 case .set: return .set(path: pointer, value: value)
                 case .merge: return .merge(path: pointer, value: value)
                 default: return .append(path: pointer, value: value)
                 }
             case .remove:
-                guard value == nil, by == nil, ops == nil, let pointer else { return nil }
+                guard value == nil, by == nil, ops == nil, let pointer = pointer.take() else { return nil }
                 return .remove(path: pointer)
             case .increment:
-                guard value == nil, ops == nil, let pointer else { return nil }
+                guard value == nil, ops == nil, let pointer = pointer.take() else { return nil }
                 switch by {
                 case nil: return .increment(path: pointer, by: 1)
                 case .integer(let amount)?: return .increment(path: pointer, by: .integer(amount))

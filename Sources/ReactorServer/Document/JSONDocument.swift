@@ -82,10 +82,15 @@ public struct JSONDocument: HostedState, Equatable {
     /// Applies a `DocumentEvent`, or throws `EventRejection` with the document unchanged. Any other
     /// event is rejected: a typo'd Swift event type should not pass silently.
     public mutating func apply(_ event: Event) throws {
-        guard let event = eventCast(event, to: DocumentEvent.self) else {
+        let applied: Void? = try withEvent(event, as: DocumentEvent.self) { (event) throws(EventRejection) in try apply(event) }
+        if applied == nil {
             throw EventRejection("JSONDocument does not handle events of type \(type(of: event))")
         }
-        try apply(event)
+    }
+
+    /// A document event's `eventType`, read in place; the registry names anything else.
+    public static func eventType(of event: any Event) -> String? {
+        withEvent(event, as: DocumentEvent.self) { $0.eventType } ?? eventRegistry.typeName(of: event)
     }
 
     /// Applies `event`, or throws with the document exactly as it was (`.conflict` for a JSON Patch

@@ -97,6 +97,14 @@ public struct HTTPHeaders: Sendable {
         return bytes[Int(field.valueStart)..<Int(field.end)]
     }
 
+    /// `body` of the value of the first `Content-Type` field (nil without one), read in place: a
+    /// slice would retain and release the headers' bytes, on every request that has a body.
+    func withContentType<Result>(_ body: (UnsafeBufferPointer<UInt8>?) -> Result) -> Result {
+        guard contentTypeField >= 0 else { return body(nil) }
+        let field = fields[contentTypeField]
+        return bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[Int(field.valueStart)..<Int(field.end)])) }
+    }
+
     // MARK: Lookup
 
     /// The first value of `name`, or nil.

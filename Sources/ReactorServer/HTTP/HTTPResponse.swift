@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A response to encode: a status, a content type, a few extra headers and a body.
 ///
 /// The common parts (status line, content type, length, connection, date) come from pre-encoded bytes;
@@ -33,18 +35,42 @@ public struct HTTPResponse: Sendable {
 }
 
 /// A content type with its header line encoded once.
-/// A final class, so that a response carries one reference for it, not two.
-public final class HTTPContentType: Sendable {
-    public let value: String
-    /// "Content-Type: ...\r\n", kept outside any array so that writing it costs no reference counting.
-    let headerLine: ByteLine
+///
+/// The value and the line are made once per distinct type and kept for the life of the process
+/// (`Text.interned`): a response is copied through several stages, and a counted reference would
+/// cost a retain and a release at each. (A server has a handful.)
+public struct HTTPContentType: Sendable {
+    private final class Text: Sendable {
+        let value: String
+        /// "Content-Type: ...\r\n", kept outside any array so that writing it costs no reference counting.
+        let headerLine: ByteLine
 
-    public init(_ value: String) {
-        self.value = value
-        headerLine = ByteLine("Content-Type: \(value)\r\n")
+        private init(_ value: String) {
+            self.value = value
+            headerLine = ByteLine("Content-Type: \(value)\r\n")
+        }
+
+        private static let all = Mutex<[String: Text]>([:])
+
+        /// The one text of this type, made on first use and never released.
+        static func interned(_ value: String) -> Text {
+            all.withLock { all in
+                if let text = all[value] { return text }
+                let text = Text(value)
+                all[value] = text
+                return text
+            }
+        }
     }
 
-    deinit { headerLine.deallocate() }
+    private unowned(unsafe) let text: Text
+
+    public var value: String { text.value }
+    var headerLine: ByteLine { text.headerLine }
+
+    public init(_ value: String) {
+        text = Text.interned(value)
+    }
 
     public static let json = HTTPContentType("application/json")
     public static let problemJSON = HTTPContentType("application/problem+json")

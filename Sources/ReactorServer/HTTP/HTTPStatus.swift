@@ -1,20 +1,34 @@
+import Synchronization
+
 /// A response status with its status line encoded once, at first use.
 public struct HTTPStatus: Sendable, Hashable {
     public let code: Int
-    /// The reason and the encoded line behind one reference: a response is passed along several
-    /// stages, and each copy costs a retain per reference-counted field.
-    private let text: Text
+    /// The reason and the encoded line, made once per distinct status and kept for the life of the
+    /// process (`Text.interned`): every response carries a status through several stages, and a
+    /// counted reference would cost a retain and a release at each. (A server has a few dozen.)
+    private unowned(unsafe) let text: Text
 
     private final class Text: Sendable {
         let reason: String
         let statusLine: ByteLine
 
-        init(reason: String, statusLine: ByteLine) {
+        private init(code: Int, reason: String) {
             self.reason = reason
-            self.statusLine = statusLine
+            statusLine = ByteLine("HTTP/1.1 \(code) \(reason)\r\n")
         }
 
-        deinit { statusLine.deallocate() }
+        private static let all = Mutex<[String: Text]>([:])
+
+        /// The one text of this status, made on first use and never released.
+        static func interned(code: Int, reason: String) -> Text {
+            all.withLock { all in
+                let key = "\(code) \(reason)"
+                if let text = all[key] { return text }
+                let text = Text(code: code, reason: reason)
+                all[key] = text
+                return text
+            }
+        }
     }
 
     public var reason: String { text.reason }
@@ -23,7 +37,7 @@ public struct HTTPStatus: Sendable, Hashable {
 
     public init(_ code: Int, _ reason: String) {
         self.code = code
-        text = Text(reason: reason, statusLine: ByteLine("HTTP/1.1 \(code) \(reason)\r\n"))
+        text = Text.interned(code: code, reason: reason)
     }
 
     public static func == (lhs: HTTPStatus, rhs: HTTPStatus) -> Bool { lhs.code == rhs.code }

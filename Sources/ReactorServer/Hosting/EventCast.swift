@@ -8,9 +8,7 @@ extension Event {
     /// back to `as?` for anything but an exact match (a subclass, an existential box).
     @inline(__always)
     func exactly<E: Event>(_ type: E.Type) -> E? {
-        if Self.self == E.self {
-            return withUnsafePointer(to: self) { UnsafeRawPointer($0).load(as: E.self) }
-        }
+        if Self.self == E.self { return unsafeBitCast(self, to: E.self) }
         return self as? E
     }
 }
@@ -19,6 +17,40 @@ extension Event {
 @inline(__always)
 func eventCast<E: Event>(_ event: any Event, to type: E.Type) -> E? {
     event.exactly(type)
+}
+
+/// `body` of `event` as an `E`, read where the existential holds it; nil when it is no `E`.
+///
+/// A cast copies the event out of its existential: a retain and a release of each reference in
+/// it, for every event the core applies and every event it names. An existential keeps a value
+/// of at most three words, word-aligned and bitwise takable, inline at the start of its container
+/// (Swift's existential layout, docs/ABI/TypeLayout.rst), so when the dynamic type is exactly `E`
+/// and `E` fits, `body` reads it there, with no copy. Anything else is cast and copied.
+///
+/// `E` must hold no weak references: those make a type not bitwise takable, and it would be boxed
+/// whatever its size. (`DocumentEvent` holds strong references and plain values only; a test
+/// reads every kind of it through here.)
+@inline(__always)
+func withEvent<E: Event, Result, Failure: Error>(
+    _ event: any Event, as type: E.Type, _ body: (E) throws(Failure) -> Result
+) throws(Failure) -> Result? {
+    let fitsInline = MemoryLayout<E>.size <= 3 * MemoryLayout<UnsafeRawPointer>.size
+        && MemoryLayout<E>.alignment <= MemoryLayout<UnsafeRawPointer>.alignment
+    if fitsInline, event.isExactly(E.self) {
+        return try withUnsafePointer(to: event) { (container) throws(Failure) -> Result in
+            try body(UnsafeRawPointer(container).assumingMemoryBound(to: E.self).pointee)
+        }
+    }
+    guard let copy = event.exactly(E.self) else { return nil }
+    return try body(copy)
+}
+
+extension Event {
+    /// Whether the event's dynamic type is exactly `E` (read from the opened existential: no cast).
+    @inline(__always)
+    fileprivate func isExactly<E: Event>(_ type: E.Type) -> Bool {
+        Self.self == E.self
+    }
 }
 
 /// The client an event was fired for, when its origin is one: `as?` from `any Sendable` is the

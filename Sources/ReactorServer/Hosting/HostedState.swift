@@ -23,10 +23,16 @@ public protocol HostedState: State {
     /// subscribers instead of diffing the two states' JSON. Nil, the default, when the state does
     /// not know: the server diffs then.
     var lastChanges: [JSONPatchOperation]? { get }
+
+    /// The wire name of `event`'s type, for logs, metrics and token allow-lists (asked for every
+    /// event applied). The default asks `eventRegistry`.
+    static func eventType(of event: any Event) -> String?
 }
 
 extension HostedState {
     public static func decodeEvent(fromBody body: UnsafeRawBufferPointer) -> (any Event)? { nil }
+
+    public static func eventType(of event: any Event) -> String? { eventRegistry.typeName(of: event) }
 
     public var lastChanges: [JSONPatchOperation]? { nil }
 }

@@ -120,7 +120,7 @@ final class EventLogger<StateType: HostedState>: Middleware, @unchecked Sendable
     func process(event: Event, state: StateType) {}
 
     func process(event: Event, state: StateType, version: UInt64) {
-        let type = StateType.eventRegistry.typeName(of: event) ?? "\(Swift.type(of: event))"
+        let type = StateType.eventType(of: event) ?? "\(Swift.type(of: event))"
         metrics.recordEvent(type: type)
         guard logsEvents else { return }
         logger.info("event", metadata: ["type": "\(type)", "version": "\(version)"])

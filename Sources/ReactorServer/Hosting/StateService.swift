@@ -80,7 +80,7 @@ final class StateService<StateType: HostedState> {
     }
 
     private func applyEvents(_ request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
-        guard Self.isJSON(request.headers.contentTypeBytes) else {
+        guard request.headers.withContentType({ Self.isJSON(bytes: $0) }) else {
             return respond(Problem.unsupportedMediaType(request.headers["Content-Type"], expected: "application/json").response)
         }
         let mode: BatchMode
@@ -197,22 +197,25 @@ final class StateService<StateType: HostedState> {
     /// bytes, ignoring ASCII case (this runs for every event posted).
     static func isJSON(_ contentType: ArraySlice<UInt8>?) -> Bool {
         guard let contentType else { return false }
-        return contentType.withUnsafeBufferPointer { value in
-            // What nearly every client sends, before the general case.
-            if value.count == 16, equalBytes(value, "application/json") { return true }
-            // The media type: up to any parameters, without the whitespace before them.
-            var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
-            while end > 0, value[end - 1] == 32 || value[end - 1] == 9 { end -= 1 }
-            let mediaType = UnsafeBufferPointer(rebasing: value[..<end])
-            func matches(_ text: StaticString, at offset: Int) -> Bool {
-                let count = text.utf8CodeUnitCount
-                guard offset >= 0, offset + count <= mediaType.count else { return false }
-                for index in 0..<count where HTTPASCII.lowercased(mediaType[offset + index]) != text.utf8Start[index] { return false }
-                return true
-            }
-            if mediaType.count == 16 { return matches("application/json", at: 0) }
-            return mediaType.count > 17 && matches("application/", at: 0) && matches("+json", at: mediaType.count - 5)
+        return contentType.withUnsafeBufferPointer { isJSON(bytes: $0) }
+    }
+
+    static func isJSON(bytes value: UnsafeBufferPointer<UInt8>?) -> Bool {
+        guard let value else { return false }
+        // What nearly every client sends, before the general case.
+        if value.count == 16, equalBytes(value, "application/json") { return true }
+        // The media type: up to any parameters, without the whitespace before them.
+        var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
+        while end > 0, value[end - 1] == 32 || value[end - 1] == 9 { end -= 1 }
+        let mediaType = UnsafeBufferPointer(rebasing: value[..<end])
+        func matches(_ text: StaticString, at offset: Int) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard offset >= 0, offset + count <= mediaType.count else { return false }
+            for index in 0..<count where HTTPASCII.lowercased(mediaType[offset + index]) != text.utf8Start[index] { return false }
+            return true
         }
+        if mediaType.count == 16 { return matches("application/json", at: 0) }
+        return mediaType.count > 17 && matches("application/", at: 0) && matches("+json", at: mediaType.count - 5)
     }
 
     static func versionBody(_ version: UInt64) -> [UInt8] {

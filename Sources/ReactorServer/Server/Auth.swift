@@ -58,9 +58,17 @@ public struct AccessToken: Sendable {
 }
 
 /// The client a request or an event comes from: the token it presented.
-public struct Principal: Sendable {
+///
+/// A class, made once per configured token: a request and its event carry one reference (an
+/// optional word that costs nothing when no token is configured) instead of copying the token's
+/// name, secret and sets along, and an event's `origin` holds it without boxing.
+public final class Principal: Sendable {
     public let token: AccessToken
     public var name: String { token.name }
+
+    public init(token: AccessToken) {
+        self.token = token
+    }
 }
 
 /// An error in the operator's configuration, said plainly.
@@ -72,7 +80,11 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
 /// Authenticates bearer tokens and checks the route's scope: 401 without a valid token, 403 without
 /// the scope. With no tokens configured every request passes.
 struct AuthMiddleware: HTTPMiddleware {
-    let tokens: [AccessToken]
+    let tokens: [Principal]
+
+    init(tokens: [AccessToken]) {
+        self.tokens = tokens.map(Principal.init)
+    }
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void) {
         guard !tokens.isEmpty, let scope = context.scope else {
@@ -81,21 +93,21 @@ struct AuthMiddleware: HTTPMiddleware {
         guard let presented = Self.bearerToken(in: request) else {
             return respond(Problem.unauthorized("this endpoint needs a bearer token with the \(scope.rawValue) scope: send Authorization: Bearer <token>", invalidToken: false).response)
         }
-        guard let token = authenticate(presented) else {
+        guard let principal = authenticate(presented) else {
             return respond(Problem.unauthorized("the bearer token is not valid", invalidToken: true).response)
         }
-        context.principal = Principal(token: token)
-        guard token.allows(scope) else {
-            return respond(Problem.forbidden("token \(token.name) lacks the \(scope.rawValue) scope this endpoint needs").response)
+        context.principal = principal
+        guard principal.token.allows(scope) else {
+            return respond(Problem.forbidden("token \(principal.name) lacks the \(scope.rawValue) scope this endpoint needs").response)
         }
         next(request, context, respond)
     }
 
     /// The token, compared in constant time against every configured one so that timing tells nothing.
-    func authenticate(_ presented: ArraySlice<UInt8>) -> AccessToken? {
-        var found: AccessToken?
-        for token in tokens where Self.constantTimeEquals(token.secret, presented) {
-            found = token
+    func authenticate(_ presented: ArraySlice<UInt8>) -> Principal? {
+        var found: Principal?
+        for principal in tokens where Self.constantTimeEquals(principal.token.secret, presented) {
+            found = principal
         }
         return found
     }
@@ -128,7 +140,7 @@ struct EventPermissionInterceptor<StateType: HostedState>: Interceptor {
 
     func intercept(event: Event, state: StateType, origin: (any Sendable)?) throws {
         guard let principal = principal(of: origin), let allowed = principal.token.allowedEventTypes else { return }
-        let type = StateType.eventRegistry.typeName(of: event) ?? "\(Swift.type(of: event))"
+        let type = StateType.eventType(of: event) ?? "\(Swift.type(of: event))"
         guard allowed.contains(type) else {
             throw Problem.forbidden("token \(principal.name) may not fire \"\(type)\" events; it may fire: \(allowed.sorted().joined(separator: ", "))")
         }

@@ -46,11 +46,8 @@ public final class HTTPServer {
         self.logger = logger
         requestTimeoutMilliseconds = UInt64(configuration.requestTimeout * 1000)
         idleTimeoutMilliseconds = UInt64(configuration.idleTimeout * 1000)
-        responder = middleware.chained { request, context, respond in
-            guard let endpoint = context.endpoint else {
-                return respond(Problem.internalError("the request was not routed").response)
-            }
-            endpoint.respond(request, context, respond)
+        responder = middleware.chained { [routes] request, context, respond in
+            routes.respond(to: request, context: context, respond: respond)
         }
         sweepTimer = .allocate(capacity: 1)
         uv_timer_init(loop.loop, sweepTimer)

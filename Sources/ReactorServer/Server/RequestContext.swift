@@ -17,7 +17,9 @@ public final class RequestContext {
     @exclusivity(unchecked) var routeIndex = -1
     /// What the matched route needs of the client; nil when anyone may use it.
     @exclusivity(unchecked) public internal(set) var scope: Scope?
-    /// Where the request goes after the middleware: the route's responder, or an error answer.
+    /// Where the request goes after the middleware: the number of its route's entry in the route
+    /// table, or (when -1) `endpoint`, an answer of the router's own or of the server's.
+    @exclusivity(unchecked) var routeEntry = -1
     @exclusivity(unchecked) var endpoint: Endpoint?
 
     /// Where the answer goes: the connection that read the request, the request's place in its
@@ -49,6 +51,7 @@ public final class RequestContext {
         principal = nil
         routeIndex = -1
         scope = nil
+        routeEntry = -1
         endpoint = nil
     }
 }
@@ -64,11 +67,16 @@ public protocol HTTPMiddleware {
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void)
 }
 
-/// A responder in a struct. Function values kept in generic storage (an Optional, an Array, a
+/// A responder in an object. Function values kept in generic storage (an Optional, an Array, a
 /// `reduce`) are stored in their most general form, and every call through them wraps the `respond`
-/// argument in a new thunk: an allocation per request per layer. A struct keeps them concrete.
-struct Endpoint {
+/// argument in a new thunk: an allocation per request per layer. A field keeps them concrete; and
+/// as a constant of an object the route table holds, it is called without being retained.
+final class Endpoint {
     let respond: HTTPResponder
+
+    init(respond: @escaping HTTPResponder) {
+        self.respond = respond
+    }
 }
 
 extension Array where Element == any HTTPMiddleware {

@@ -50,24 +50,45 @@ final class RouteTable {
     /// lookup reads them through plain pointers, which (unlike arrays) cost no reference counting.
     private let pathBytes: UnsafeMutableBufferPointer<UInt8>
     private let pathRanges: UnsafeMutableBufferPointer<Range<Int>>
+    /// Every route, path after path, and where each path's lie: a request's context notes its
+    /// route's number, and the endpoint is called from here, neither copied into the context nor
+    /// out of it (a retain and a release each, for every request).
+    private let entries: UnsafeMutableBufferPointer<Router.Route>
+    private let entryRanges: UnsafeMutableBufferPointer<Range<Int>>
+    /// The entries' endpoints, unretained: `routes` holds them for as long as the table lives.
+    private let endpoints: UnsafeMutableBufferPointer<Unmanaged<Endpoint>>
 
     init(_ routes: [Router.PathRoutes]) {
         self.routes = routes
         var bytes: [UInt8] = []
         var ranges: [Range<Int>] = []
-        for entry in routes {
-            ranges.append(bytes.count..<bytes.count + entry.path.utf8.count)
-            bytes.append(contentsOf: entry.path.utf8)
+        var entries: [Router.Route] = []
+        var entryRanges: [Range<Int>] = []
+        for path in routes {
+            ranges.append(bytes.count..<bytes.count + path.path.utf8.count)
+            bytes.append(contentsOf: path.path.utf8)
+            entryRanges.append(entries.count..<entries.count + path.routes.count)
+            entries += path.routes
         }
-        pathBytes = .allocate(capacity: max(bytes.count, 1))
-        _ = pathBytes.initialize(from: bytes)
-        pathRanges = .allocate(capacity: max(ranges.count, 1))
-        _ = pathRanges.initialize(from: ranges)
+        pathBytes = Self.buffer(holding: bytes)
+        pathRanges = Self.buffer(holding: ranges)
+        self.entries = Self.buffer(holding: entries)
+        self.entryRanges = Self.buffer(holding: entryRanges)
+        endpoints = Self.buffer(holding: entries.map { Unmanaged.passUnretained($0.endpoint) })
+    }
+
+    private static func buffer<Element>(holding elements: [Element]) -> UnsafeMutableBufferPointer<Element> {
+        let buffer = UnsafeMutableBufferPointer<Element>.allocate(capacity: max(elements.count, 1))
+        _ = buffer.initialize(from: elements)
+        return UnsafeMutableBufferPointer(rebasing: buffer[..<elements.count])
     }
 
     deinit {
         pathBytes.deallocate()
         pathRanges.deallocate()
+        entries.deinitialize().deallocate()
+        entryRanges.deallocate()
+        endpoints.deallocate()
     }
 
     /// The path routed under number `index`.
@@ -91,7 +112,8 @@ final class RouteTable {
         return nil
     }
 
-    /// Fills in the context's route, scope and endpoint for `request`.
+    /// Fills in the context's route and scope for `request`, and its endpoint when that is an
+    /// answer of the router's own (404, 405, `OPTIONS`).
     func route(_ request: HTTPRequest, into context: RequestContext) {
         let (bytes, ranges, count) = (pathBytes, pathRanges, routes.count)
         let found = request.withOriginFormPath { Self.entryIndex(forBytes: $0, in: bytes, at: ranges, count: count) }
@@ -102,9 +124,9 @@ final class RouteTable {
         }
         context.routeIndex = index
         let method = request.method == .head ? HTTPMethod.get : request.method
-        for route in routes[index].routes where route.method == method {
-            context.scope = route.scope
-            context.endpoint = route.endpoint
+        for entry in entryRanges[index] where entries[entry].method == method {
+            context.scope = entries[entry].scope
+            context.routeEntry = entry
             return
         }
         let candidates = routes[index].routes
@@ -115,5 +137,16 @@ final class RouteTable {
         } else {
             context.endpoint = Endpoint(respond: Router.answer(.methodNotAllowed(request.method, path: request.path, allowed: allowed)))
         }
+    }
+
+    /// Hands the request to the endpoint `route(_:into:)` chose for it.
+    func respond(to request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
+        if context.routeEntry >= 0 {
+            return endpoints[context.routeEntry]._withUnsafeGuaranteedRef { $0.respond(request, context, respond) }
+        }
+        guard let endpoint = context.endpoint else {
+            return respond(Problem.internalError("the request was not routed").response)
+        }
+        endpoint.respond(request, context, respond)
     }
 }

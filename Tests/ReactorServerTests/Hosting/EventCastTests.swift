@@ -1,0 +1,60 @@
+import Reactor
+@testable import ReactorServer
+import XCTest
+
+/// An event too large for an existential's inline buffer: it is boxed, and read through a copy.
+private struct LargeEvent: Event, Equatable {
+    var a = 1, b = 2, c = 3, d = 4
+    var name = "large"
+}
+
+private struct OtherEvent: Event {}
+
+/// `withEvent(_:as:)` reads an event where its existential holds it. That rests on Swift's
+/// existential layout, so every kind of `DocumentEvent` is read back through it here.
+final class EventCastTests: XCTestCase {
+    private var everyKindOfDocumentEvent: [DocumentEvent] {
+        get throws {
+            let path = try JSONPointer("/a/b")
+            return [
+                .set(path: path, value: ["x": [1, 2, "three"]]),
+                .merge(path: path, value: ["y": nil]),
+                .remove(path: path),
+                .increment(path: path, by: 1),
+                .increment(path: path, by: 2.5),
+                .append(path: path, value: "item"),
+                .patch([.add(path: path, value: true), .test(path: path, value: true)]),
+            ]
+        }
+    }
+
+    func testEveryDocumentEventIsReadInPlaceAsItWas() throws {
+        for original in try everyKindOfDocumentEvent {
+            let event: any Event = original
+            XCTAssertEqual(withEvent(event, as: DocumentEvent.self) { $0 }, original)
+            XCTAssertEqual(JSONDocument.eventType(of: event), original.eventType)
+        }
+    }
+
+    func testAnEventOfAnotherTypeIsNotRead() throws {
+        let event: any Event = OtherEvent()
+        XCTAssertNil(withEvent(event, as: DocumentEvent.self) { $0 })
+        XCTAssertNil(JSONDocument.eventType(of: event))
+    }
+
+    func testAnEventTooLargeToBeInlineIsReadThroughACopy() {
+        XCTAssertGreaterThan(MemoryLayout<LargeEvent>.size, 3 * MemoryLayout<Int>.size)
+        let event: any Event = LargeEvent(name: "a name long enough to live on the heap")
+        XCTAssertEqual(withEvent(event, as: LargeEvent.self) { $0 }, LargeEvent(name: "a name long enough to live on the heap"))
+        XCTAssertNil(withEvent(event, as: DocumentEvent.self) { $0 })
+    }
+
+    func testTheBodysErrorIsThrownThrough() throws {
+        let event: any Event = DocumentEvent.remove(path: try JSONPointer("/a"))
+        XCTAssertThrowsError(try withEvent(event, as: DocumentEvent.self) { (_) throws(EventRejection) in
+            throw EventRejection("refused")
+        }) { error in
+            XCTAssertEqual(error as? EventRejection, EventRejection("refused"))
+        }
+    }
+}
