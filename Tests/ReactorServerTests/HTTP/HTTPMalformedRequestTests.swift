@@ -32,6 +32,19 @@ final class HTTPMalformedRequestTests: XCTestCase, HTTPParserTesting {
         assertMalformed("GET / HTTP/1.1\r\nX(y): v\r\n\r\n", name: "HPE_INVALID_HEADER_TOKEN")
     }
 
+    /// The head's own check only looks for spaces in names, leaving the rest of the token set
+    /// (RFC 9110 tchar) to llhttp: every byte in a name is accepted exactly when it is a tchar (or a
+    /// colon, which ends the name there).
+    func testEveryByteInANameIsAcceptedExactlyWhenItIsATokenCharacter() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+        for byte in UInt8.min...UInt8.max {
+            let input = Array("GET / HTTP/1.1\r\nHost: x\r\nA".utf8) + [byte] + Array("B: v\r\n\r\n".utf8)
+            let events = parse(input, pieces: [input.count])
+            let accepted = events.count == 1 && { if case .request = events[0] { return true } else { return false } }()
+            XCTAssertEqual(accepted, tchar.contains(byte) || byte == UInt8(ascii: ":"), "byte \(byte): \(events)")
+        }
+    }
+
     func testInvalidContentLength() {
         assertMalformed("POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\n", name: "HPE_INVALID_CONTENT_LENGTH")
         assertMalformed("POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx", name: "HPE_UNEXPECTED_CONTENT_LENGTH")
