@@ -16,6 +16,27 @@ enum HTTPASCII {
         return true
     }
 
+    /// `bytes` equal `name`, a lowercase field name of letters and `-`, ignoring ASCII case: eight
+    /// bytes at a time, each with its 0x20 bit set. That lowercases a letter and keeps `-`; the only
+    /// other bytes it could match are control characters (CR to `-`), which no field name holds.
+    static func isFieldName(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+        let count = name.utf8CodeUnitCount
+        guard bytes.count == count, let start = bytes.baseAddress else { return false }
+        let given = UnsafeRawPointer(start)
+        let wanted = UnsafeRawPointer(name.utf8Start)
+        var offset = 0
+        while offset + 8 <= count {
+            let word = given.loadUnaligned(fromByteOffset: offset, as: UInt64.self) | 0x2020_2020_2020_2020
+            guard word == wanted.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else { return false }
+            offset += 8
+        }
+        while offset < count {
+            guard given.load(fromByteOffset: offset, as: UInt8.self) | 0x20 == wanted.load(fromByteOffset: offset, as: UInt8.self) else { return false }
+            offset += 1
+        }
+        return true
+    }
+
     static func caseInsensitiveEqual<A: Collection<UInt8>, B: Collection<UInt8>>(_ a: A, _ b: B) -> Bool {
         a.count == b.count && zip(a, b).allSatisfy { lowercased($0) == lowercased($1) }
     }

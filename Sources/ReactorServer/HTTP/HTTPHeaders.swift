@@ -48,8 +48,8 @@ public struct HTTPHeaders: Sendable {
     /// What a field named `name` tells the facts above: .host, .contentType, or nil.
     static func fact(ofFieldNamed name: UnsafeBufferPointer<UInt8>) -> Fact? {
         switch name.count {
-        case 4 where HTTPASCII.caseInsensitiveEqual(name, lowercase: "host"): return .host
-        case 12 where HTTPASCII.caseInsensitiveEqual(name, lowercase: "content-type"): return .contentType
+        case 4 where HTTPASCII.isFieldName(name, "host"): return .host
+        case 12 where HTTPASCII.isFieldName(name, "content-type"): return .contentType
         default: return nil
         }
     }

@@ -138,7 +138,7 @@ struct HTTPRequestAssembly {
             default: break
             }
             if nameCount == 6
-                && HTTPASCII.caseInsensitiveEqual(nameBytes, lowercase: "expect")
+                && HTTPASCII.isFieldName(nameBytes, "expect")
                 && HTTPASCII.caseInsensitiveEqual(UnsafeBufferPointer(start: bytes + valueStart, count: end - valueStart), lowercase: "100-continue") {
                 facts.sawExpectContinue = true
             }

@@ -75,4 +75,20 @@ final class HTTPHeadersTests: XCTestCase, HTTPParserTesting {
         XCTAssertEqual(chunked.headers.hostCount, 1)
         XCTAssertNil(chunked.headers.contentTypeBytes)
     }
+
+    func testFieldNamesAreComparedIgnoringCaseAWordAtATime() {
+        func isName(_ text: String, _ name: StaticString) -> Bool {
+            Array(text.utf8).withUnsafeBufferPointer { HTTPASCII.isFieldName($0, name) }
+        }
+        for spelling in ["content-type", "Content-Type", "CONTENT-TYPE", "cOnTeNt-TyPe"] {
+            XCTAssertTrue(isName(spelling, "content-type"), spelling)
+        }
+        XCTAssertTrue(isName("HOST", "host"))
+        // A difference in either word of twelve bytes, in the separator, or in the length.
+        for other in ["xontent-type", "content-typo", "content_type", "content-typ", "content-types", "contenttype!"] {
+            XCTAssertFalse(isName(other, "content-type"), other)
+        }
+        XCTAssertFalse(isName("hosts", "host"))
+        XCTAssertFalse(isName("", "host"))
+    }
 }
