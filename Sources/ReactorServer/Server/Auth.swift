@@ -80,14 +80,15 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
 /// Authenticates bearer tokens and checks the route's scope: 401 without a valid token, 403 without
 /// the scope. With no tokens configured every request passes.
 struct AuthMiddleware: HTTPMiddleware {
-    let tokens: [Principal]
+    /// One per configured token.
+    let principals: [Principal]
 
     init(tokens: [AccessToken]) {
-        self.tokens = tokens.map(Principal.init)
+        principals = tokens.map(Principal.init)
     }
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void) {
-        guard !tokens.isEmpty, let scope = context.scope else {
+        guard !principals.isEmpty, let scope = context.scope else {
             return next(request, context, respond)
         }
         guard let presented = Self.bearerToken(in: request) else {
@@ -106,7 +107,7 @@ struct AuthMiddleware: HTTPMiddleware {
     /// The token, compared in constant time against every configured one so that timing tells nothing.
     func authenticate(_ presented: ArraySlice<UInt8>) -> Principal? {
         var found: Principal?
-        for principal in tokens where Self.constantTimeEquals(principal.token.secret, presented) {
+        for principal in principals where Self.constantTimeEquals(principal.token.secret, presented) {
             found = principal
         }
         return found
