@@ -25,17 +25,15 @@ func eventCast<E: Event>(_ event: any Event, to type: E.Type) -> E? {
 /// it, for every event the core applies and every event it names. An existential keeps a value
 /// of at most three words, word-aligned and bitwise takable, inline at the start of its container
 /// (Swift's existential layout, docs/ABI/TypeLayout.rst), so when the dynamic type is exactly `E`
-/// and `E` fits, `body` reads it there, with no copy. Anything else is cast and copied.
-///
-/// `E` must hold no weak references: those make a type not bitwise takable, and it would be boxed
-/// whatever its size. (`DocumentEvent` holds strong references and plain values only; a test
-/// reads every kind of it through here.)
+/// and `E` is such a value, `body` reads it there, with no copy. Anything else is cast and copied.
+/// (Tests read every kind of `DocumentEvent` through here, and events that take the other path.)
 @inline(__always)
 func withEvent<E: Event, Result, Failure: Error>(
     _ event: any Event, as type: E.Type, _ body: (E) throws(Failure) -> Result
 ) throws(Failure) -> Result? {
     let fitsInline = MemoryLayout<E>.size <= 3 * MemoryLayout<UnsafeRawPointer>.size
         && MemoryLayout<E>.alignment <= MemoryLayout<UnsafeRawPointer>.alignment
+        && _isBitwiseTakable(E.self)
     if fitsInline, event.isExactly(E.self) {
         return try withUnsafePointer(to: event) { (container) throws(Failure) -> Result in
             try body(UnsafeRawPointer(container).assumingMemoryBound(to: E.self).pointee)

@@ -10,6 +10,14 @@ private struct LargeEvent: Event, Equatable {
 
 private struct OtherEvent: Event {}
 
+private final class Listener: Sendable {}
+
+/// Small enough to be inline, but a weak reference makes it not bitwise takable: it is boxed.
+private struct WeakEvent: Event {
+    weak var listener: Listener?
+    var count = 0
+}
+
 /// `withEvent(_:as:)` reads an event where its existential holds it. That rests on Swift's
 /// existential layout, so every kind of `DocumentEvent` is read back through it here.
 final class EventCastTests: XCTestCase {
@@ -47,6 +55,15 @@ final class EventCastTests: XCTestCase {
         let event: any Event = LargeEvent(name: "a name long enough to live on the heap")
         XCTAssertEqual(withEvent(event, as: LargeEvent.self) { $0 }, LargeEvent(name: "a name long enough to live on the heap"))
         XCTAssertNil(withEvent(event, as: DocumentEvent.self) { $0 })
+    }
+
+    func testAnEventWithAWeakReferenceIsReadThroughACopy() {
+        let listener = Listener()
+        let event: any Event = WeakEvent(listener: listener, count: 7)
+        XCTAssertLessThanOrEqual(MemoryLayout<WeakEvent>.size, 3 * MemoryLayout<Int>.size)
+        XCTAssertEqual(withEvent(event, as: WeakEvent.self) { $0.count }, 7)
+        let read = withEvent(event, as: WeakEvent.self) { $0.listener }
+        XCTAssertTrue(read! === listener)
     }
 
     func testTheBodysErrorIsThrownThrough() throws {
