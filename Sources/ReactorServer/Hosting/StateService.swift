@@ -193,12 +193,6 @@ final class StateService<StateType: HostedState> {
         }
     }
 
-    /// `isJSON(bytes:)` of a slice.
-    static func isJSON(_ contentType: ArraySlice<UInt8>?) -> Bool {
-        guard let contentType else { return false }
-        return contentType.withUnsafeBufferPointer { isJSON(bytes: $0) }
-    }
-
     /// `application/json`, or any `application/…+json` type, with or without parameters; compared as
     /// bytes, ignoring ASCII case (this runs for every event posted).
     static func isJSON(bytes value: UnsafeBufferPointer<UInt8>?) -> Bool {
