@@ -19,8 +19,8 @@ public final class Core<StateType: State>: @unchecked Sendable {
     // calls out (to middleware, observers, completions) only between accesses, never during one.
     @usableFromInline var current: StateType
     @exclusivity(unchecked) @usableFromInline var currentVersion: UInt64
-    @exclusivity(unchecked) @usableFromInline var middlewares: [(Registration, any Middleware<StateType>)] = []
-    @exclusivity(unchecked) @usableFromInline var interceptors: [(Registration, any Interceptor<StateType>)] = []
+    @exclusivity(unchecked) @usableFromInline var middlewares: [Registered<any Middleware<StateType>>] = []
+    @exclusivity(unchecked) @usableFromInline var interceptors: [Registered<any Interceptor<StateType>>] = []
     @exclusivity(unchecked) @usableFromInline var observers: [Observer] = []
     @exclusivity(unchecked) @usableFromInline var pending = JobQueue<Job>()
     @exclusivity(unchecked) @usableFromInline var draining = false
@@ -42,7 +42,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
         current = state
         currentVersion = version
         self.executor = executor
-        self.middlewares = middlewares.map { (Registration(id: lastRegistration.add(1, ordering: .relaxed).newValue), $0) }
+        self.middlewares = middlewares.map { Registered(Registration(id: lastRegistration.add(1, ordering: .relaxed).newValue), $0) }
     }
 
     // MARK: Reading
@@ -213,7 +213,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
     @discardableResult
     public func add(middleware: any Middleware<StateType>) -> Registration {
         let registration = newRegistration()
-        submit(.perform { [self] in middlewares.append((registration, middleware)) })
+        submit(.perform { [self] in middlewares.append(Registered(registration, middleware)) })
         return registration
     }
 
@@ -221,15 +221,15 @@ public final class Core<StateType: State>: @unchecked Sendable {
     @discardableResult
     public func add(interceptor: any Interceptor<StateType>) -> Registration {
         let registration = newRegistration()
-        submit(.perform { [self] in interceptors.append((registration, interceptor)) })
+        submit(.perform { [self] in interceptors.append(Registered(registration, interceptor)) })
         return registration
     }
 
     /// Removes a middleware, interceptor, feedback or state stream, from its turn in the job queue on.
     public func remove(_ registration: Registration) {
         submit(.perform { [self] in
-            middlewares.removeAll { $0.0 == registration }
-            interceptors.removeAll { $0.0 == registration }
+            middlewares.removeAll { $0.registration == registration }
+            interceptors.removeAll { $0.registration == registration }
             removeObserver(.registration(registration))
         })
     }
@@ -328,8 +328,8 @@ public final class Core<StateType: State>: @unchecked Sendable {
     func admit(_ event: Event, origin: (any Sendable)?) throws -> StateType {
         if !interceptors.isEmpty {
             let state = current
-            for (_, interceptor) in interceptors {
-                try interceptor.intercept(event: event, state: state, origin: origin)
+            for interceptor in interceptors {
+                try interceptor.item.intercept(event: event, state: state, origin: origin)
             }
         }
         // One access to `current` per event (each is an exclusivity check): applied in place, and
@@ -348,11 +348,13 @@ public final class Core<StateType: State>: @unchecked Sendable {
     @inlinable
     func publishApplied(_ event: Event, state: StateType) {
         currentVersion += 1
-        // By index: each middleware is called where it lies in the array, not copied out of it
-        // first. (What adds a middleware meanwhile waits in the queue too.)
+        // Each middleware is called where it lies, unretained: the array holds it, and nothing
+        // changes the array before this job ends (what adds or removes one waits in the queue).
         var index = 0
         while index < middlewares.count {
-            middlewares[index].1.process(event: event, state: state, version: currentVersion)
+            Unmanaged.passUnretained(middlewares[index])._withUnsafeGuaranteedRef {
+                $0.item.process(event: event, state: state, version: currentVersion)
+            }
             index += 1
         }
         notifyObservers(of: state)

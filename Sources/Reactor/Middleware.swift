@@ -42,3 +42,17 @@ public struct Registration: Hashable, Sendable {
 
     @usableFromInline init(id: UInt64) { self.id = id }
 }
+
+/// A middleware or interceptor as the core keeps it: an object, so that the hot path can call it
+/// where it lies, unretained (see `Core.publishApplied`), rather than copying the existential out
+/// of the array (a retain and a release of its box for every event).
+@usableFromInline
+final class Registered<Item>: Sendable where Item: Sendable {
+    @usableFromInline let registration: Registration
+    @usableFromInline let item: Item
+
+    @usableFromInline init(_ registration: Registration, _ item: Item) {
+        self.registration = registration
+        self.item = item
+    }
+}

@@ -50,9 +50,14 @@ public struct JSONDocument: HostedState, Equatable {
     }
 
     private mutating func makeStorageUnique() {
-        if !isKnownUniquelyReferenced(&storage) {
-            storage = Storage(root: storage.root, lastChanges: storage.lastChanges)
-        }
+        if !isKnownUniquelyReferenced(&storage) { copyStorage() }
+    }
+
+    /// Out of line: where the replaced storage's release is in view, the compiler copies the event
+    /// being applied (a retain and a release of its path) to keep it safe across it.
+    @inline(never)
+    private mutating func copyStorage() {
+        storage = Storage(root: storage.root, lastChanges: storage.lastChanges)
     }
 
     /// The document, for the edits of an event: unlike `root`, editing it keeps `lastChanges` (the

@@ -16,12 +16,12 @@ final class RecentPointers {
 
     /// The pointer `text` spells, parsed once while it is among the recent ones; nil if it is none.
     static func pointer(_ text: UnsafeRawBufferPointer) -> JSONPointer? {
-        current.pointer(text)
+        withCurrent { $0.pointer(text) }
     }
 
     static func pointer(_ text: String) -> JSONPointer? {
         var text = text
-        return text.withUTF8 { current.pointer(UnsafeRawBufferPointer($0)) }
+        return text.withUTF8 { bytes in withCurrent { $0.pointer(UnsafeRawBufferPointer(bytes)) } }
     }
 
     private func pointer(_ text: UnsafeRawBufferPointer) -> JSONPointer? {
@@ -44,14 +44,15 @@ final class RecentPointers {
         return stored.withUnsafeBytes { memcmp($0.baseAddress!, text.baseAddress!, text.count) == 0 }
     }
 
-    /// This thread's cache, made on first use and released when the thread ends.
-    private static var current: RecentPointers {
+    /// `body` with this thread's cache, made on first use and released when the thread ends. Lent
+    /// unretained: the thread's key holds it.
+    private static func withCurrent<Result>(_ body: (RecentPointers) -> Result) -> Result {
         if let existing = pthread_getspecific(key) {
-            return Unmanaged<RecentPointers>.fromOpaque(existing).takeUnretainedValue()
+            return Unmanaged<RecentPointers>.fromOpaque(existing)._withUnsafeGuaranteedRef(body)
         }
         let made = RecentPointers()
         pthread_setspecific(key, Unmanaged.passRetained(made).toOpaque())
-        return made
+        return body(made)
     }
 
     private static let key: pthread_key_t = {

@@ -1,16 +1,22 @@
 import CUV
 
-/// What a TCP connection reports, on the loop thread.
-public protocol TCPConnectionDelegate: AnyObject {
+/// What a TCP connection reports, on the loop thread; each report does nothing unless overridden.
+///
+/// A class rather than a protocol: the connection calls its delegate for every read, and a class
+/// reference can be called unretained (see `TCPConnection.didRead`), where an existential would be
+/// retained and released around each call.
+public class TCPConnectionDelegate {
+    public init() {}
+
     /// Bytes arrived. They are valid only during the call (the loop reuses one read buffer).
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer)
+    public func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {}
     /// The peer closed its side: it will send nothing more, but may still read. The delegate
     /// decides when to close.
-    func connectionDidEnd(_ connection: TCPConnection)
+    public func connectionDidEnd(_ connection: TCPConnection) {}
     /// Every byte written so far has reached the kernel.
-    func connectionDidDrain(_ connection: TCPConnection)
+    public func connectionDidDrain(_ connection: TCPConnection) {}
     /// The connection is closed (by `close()`, or by the connection failing); nothing follows.
-    func connectionDidClose(_ connection: TCPConnection)
+    public func connectionDidClose(_ connection: TCPConnection) {}
 }
 
 /// One accepted TCP connection: reads into the loop's shared buffer, writes without copying when the
@@ -22,7 +28,15 @@ public final class TCPConnection {
     /// every delegate a side table, and send each retain and release of it down the slow path.)
     /// @exclusivity(unchecked): set and read on the loop thread, never while a call through it is
     /// being set up; checked, every read of each callback paid for it.
-    @exclusivity(unchecked) public var delegate: TCPConnectionDelegate?
+    @exclusivity(unchecked) public var delegate: TCPConnectionDelegate? {
+        willSet {
+            // Reads call the delegate unretained; one replaced during its own read (handing the
+            // connection over to another protocol) must outlive that call.
+            if isDeliveringRead, replacedDuringRead == nil { replacedDuringRead = delegate }
+        }
+    }
+    @exclusivity(unchecked) private var isDeliveringRead = false
+    @exclusivity(unchecked) private var replacedDuringRead: TCPConnectionDelegate?
     /// Bytes handed to `write` that the kernel has not taken yet.
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
@@ -61,7 +75,13 @@ public final class TCPConnection {
             // Only waiting for the peer to finish: what it still sends is dropped.
             if count < 0 { close() }
         } else if count > 0 {
-            delegate?.connection(self, didRead: UnsafeRawBufferPointer(start: buffer.base, count: count))
+            // Unretained: the connection holds its delegate, and keeps one replaced meanwhile
+            // until the call returns (see `delegate`).
+            guard let receiver = delegate.map(Unmanaged.passUnretained) else { return }
+            isDeliveringRead = true
+            receiver._withUnsafeGuaranteedRef { $0.connection(self, didRead: UnsafeRawBufferPointer(start: buffer.base, count: count)) }
+            isDeliveringRead = false
+            if replacedDuringRead != nil { replacedDuringRead = nil }
         } else if count == Int(UV_EOF.rawValue) {
             stopReading()
             delegate?.connectionDidEnd(self)

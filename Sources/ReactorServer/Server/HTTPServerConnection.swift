@@ -48,6 +48,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         self.server = server
         parser = HTTPRequestParser(limits: server.configuration.limits)
         deadline = server.now + server.idleTimeoutMilliseconds
+        super.init()
         tcp.delegate = self
         tcp.startReading()
     }
@@ -58,7 +59,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
 
     // MARK: TCPConnectionDelegate
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+    override func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
         if !isMidRequest {
             isMidRequest = true
             deadline = server.now + server.requestTimeoutMilliseconds
@@ -106,7 +107,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
     }
 
-    func connectionDidEnd(_ connection: TCPConnection) {
+    override func connectionDidEnd(_ connection: TCPConnection) {
         // The client sends no more; it still gets the answers to what it sent.
         if case .error(let error)? = parser.finish() {
             isMidRequest = false
@@ -120,9 +121,9 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
     }
 
-    func connectionDidDrain(_ connection: TCPConnection) {}
+    override func connectionDidDrain(_ connection: TCPConnection) {}
 
-    func connectionDidClose(_ connection: TCPConnection) {
+    override func connectionDidClose(_ connection: TCPConnection) {
         spareContext = nil
         server.connectionClosed(self)
     }

@@ -28,6 +28,7 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
         self.logger = logger
         heartbeatEvery = UInt64(configuration.heartbeatInterval * 1000)
         lastWrite = server.now
+        super.init()
         tcp.delegate = self
     }
 
@@ -65,20 +66,19 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
     }
 
     // MARK: TCPConnectionDelegate
+    // (What a client sends on an event stream is ignored: reads keep the base's do-nothing.)
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {}
-
-    func connectionDidEnd(_ connection: TCPConnection) {
+    override func connectionDidEnd(_ connection: TCPConnection) {
         tcp.close()
     }
 
-    func connectionDidDrain(_ connection: TCPConnection) {
+    override func connectionDidDrain(_ connection: TCPConnection) {
         guard isLagging else { return }
         isLagging = false
         write(hub.snapshot(for: selection).serverSentEvent)
     }
 
-    func connectionDidClose(_ connection: TCPConnection) {
+    override func connectionDidClose(_ connection: TCPConnection) {
         hub.unsubscribe(self, from: selection)
         server.upgradedConnectionClosed(tcp)
     }

@@ -41,6 +41,7 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
         self.timing = timing
         decoder = WebSocketFrameDecoder(limits: limits)
         lastHeard = server.now
+        super.init()
         tcp.delegate = self
     }
 
@@ -73,7 +74,7 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
 
     // MARK: TCPConnectionDelegate
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+    override func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
         received(bytes)
     }
 
@@ -100,15 +101,15 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
         }
     }
 
-    func connectionDidEnd(_ connection: TCPConnection) {
+    override func connectionDidEnd(_ connection: TCPConnection) {
         tcp.close()
     }
 
-    func connectionDidDrain(_ connection: TCPConnection) {
+    override func connectionDidDrain(_ connection: TCPConnection) {
         handler?.webSocketDidDrain(self)
     }
 
-    func connectionDidClose(_ connection: TCPConnection) {
+    override func connectionDidClose(_ connection: TCPConnection) {
         handler?.webSocketDidClose(self)
         handler = nil
         server.upgradedConnectionClosed(tcp)
