@@ -36,6 +36,12 @@ struct HTTPRequestAssembly {
     var contentTypeField = -1
 
     var inBody = false
+    /// Whether a body follows the head (a length above 0, or chunked), noted when the head completes.
+    var bodyPending = false
+    /// Set when the head completes; the parser then counts the execution's bytes up to `bodyStart`
+    /// (where the first body bytes lay, if any came) as the head's and the rest as the body's.
+    var headEndedInExecution = false
+    var bodyStart: UnsafeRawPointer?
     // Bytes consumed from the wire for the current head and body. llhttp skips whitespace and
     // framing without callbacks, so limits on stored bytes alone would not bound the work.
     var headWireBytes = 0
@@ -161,7 +167,31 @@ struct HTTPRequestAssembly {
         swap(&index, &fields)
         request.headers = HTTPHeaders(bytes: bytes, fields: index, hostCount: hostCount, contentTypeField: contentTypeField)
         resetSection()
-        // `inBody` is set by the parser once it has counted the head's bytes as the head's.
+        return nil
+    }
+
+    /// Capacity reserved up front for a body of known length; larger bodies grow as they
+    /// arrive, so a client cannot make us hold a megabyte by merely announcing it.
+    private static let initialBodyCapacity = 16 * 1024
+
+    /// What llhttp knows once the head is parsed, before any of the body: the version (1.0 and 1.1
+    /// only), method, framing, and whether the body may be refused before it arrives.
+    private mutating func noteHead(_ parser: llhttp_t) -> HTTPParseError? {
+        guard parser.http_major == 1, parser.http_minor <= 1 else { return .unsupportedVersion }
+        let version = parser.http_minor == 0 ? HTTPVersion.http1_0 : .http1_1
+        request.version = version
+        request.method = HTTPMethod(llhttpCode: parser.method)
+        let flags = UInt32(parser.flags)
+        let hasLength = flags & F_CONTENT_LENGTH.rawValue != 0
+        // Refuse before the body arrives, so a 413 needs no reading of it.
+        if hasLength && parser.content_length > UInt64(limits.maxBodyBytes) { return .bodyTooLarge }
+        bodyPending = flags & F_CHUNKED.rawValue != 0 || (hasLength && parser.content_length > 0)
+        request.isUpgrade = parser.upgrade == 1
+        // HTTP/1.0 clients do not know 100-continue; RFC 9110 §10.1.1 says to ignore it then.
+        request.expectsContinue = version == .http1_1 && sawExpectContinue
+        if hasLength && parser.content_length > 0 {
+            request.body.reserveCapacity(Int(min(parser.content_length, UInt64(Self.initialBodyCapacity))))
+        }
         return nil
     }
 
@@ -186,6 +216,7 @@ struct HTTPRequestAssembly {
         resetSection()
         sawExpectContinue = false
         inBody = false
+        bodyPending = false
         headWireBytes = 0
         bodyWireBytes = 0
         return complete
@@ -285,12 +316,20 @@ struct HTTPRequestAssembly {
         return 0
     }
 
-    mutating func headersComplete() -> Int32 {
+    mutating func headersComplete(_ llhttp: UnsafeMutablePointer<llhttp_t>) -> Int32 {
         if let error = finishHead() { return refuse(error) }
-        // Pausing tells the parser exactly where the head ends, and lets it report
-        // `.expectsContinue` before any body is parsed.
-        pause = .headersComplete
-        return Int32(HPE_PAUSED.rawValue)
+        // From here on, sections are trailers, and a failure still has the head to report.
+        inBody = true
+        headEndedInExecution = true
+        if let error = noteHead(llhttp.pointee) { return refuse(error) }
+        // A pause lets the parser report `.expectsContinue` before any body is parsed; and where
+        // chunk framing comes first, the body's first bytes would not tell where the head ended.
+        // Otherwise the message goes on in the same execution.
+        if request.expectsContinue && bodyPending || UInt32(llhttp.pointee.flags) & F_CHUNKED.rawValue != 0 {
+            pause = .headersComplete
+            return Int32(HPE_PAUSED.rawValue)
+        }
+        return 0
     }
 
     mutating func chunkHeader(_ llhttp: UnsafeMutablePointer<llhttp_t>) -> Int32 {
@@ -303,6 +342,7 @@ struct HTTPRequestAssembly {
 
     mutating func bodyReceived(_ at: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         guard let at, count > 0 else { return 0 }
+        if headEndedInExecution && bodyStart == nil { bodyStart = UnsafeRawPointer(at) }
         if request.body.count + count > limits.maxBodyBytes { return refuse(.bodyTooLarge) }
         request.body.append(contentsOf: UnsafeBufferPointer(start: UnsafeRawPointer(at).assumingMemoryBound(to: UInt8.self), count: count))
         return 0
@@ -347,7 +387,7 @@ extension HTTPRequestAssembly {
         settings.pointee.on_header_field_complete = { assembly($0).pointee.nameComplete() }
         settings.pointee.on_header_value = { assembly($0).pointee.received(.value, $1, $2) }
         settings.pointee.on_header_value_complete = { assembly($0).pointee.valueComplete() }
-        settings.pointee.on_headers_complete = { assembly($0).pointee.headersComplete() }
+        settings.pointee.on_headers_complete = { assembly($0).pointee.headersComplete($0!) }
         settings.pointee.on_chunk_header = { assembly($0).pointee.chunkHeader($0!) }
         settings.pointee.on_body = { assembly($0).pointee.bodyReceived($1, $2) }
         settings.pointee.on_message_complete = { assembly($0).pointee.messageComplete($0!) }

@@ -52,7 +52,6 @@ public final class HTTPRequestParser {
     private let assembly: UnsafeMutablePointer<HTTPRequestAssembly>
 
     private let maxBodyWireBytes: Int
-    @exclusivity(unchecked) private var bodyPending = false
     // After resuming from a pause llhttp may have work left that needs no input (completing a
     // bodiless message, or noting that one ended cleanly), so it runs once more even when the
     // input is used up.
@@ -61,10 +60,6 @@ public final class HTTPRequestParser {
     // or for `finish()`: running llhttp once more for it alone would cost an execution per request.
     @exclusivity(unchecked) private var kickDeferred = false
     @exclusivity(unchecked) private var upgradeKeepsAlive = false
-
-    /// Capacity reserved up front for a body of known length; larger bodies grow as they
-    /// arrive, so a client cannot make us hold a megabyte by merely announcing it.
-    private static let initialBodyCapacity = 16 * 1024
 
     public init(limits: HTTPLimits = HTTPLimits()) {
         self.limits = limits
@@ -109,7 +104,7 @@ public final class HTTPRequestParser {
             input = UnsafeRawBufferPointer(rebasing: input[consumed...])
 
             // Wire limits first, so the same input gives the same error however it is split.
-            if let error = countWireBytes(consumed) ?? assembly.pointee.callbackError {
+            if let error = countWireBytes(consumed, from: base) ?? assembly.pointee.callbackError {
                 return fail(error, &input)
             }
             switch code {
@@ -117,15 +112,14 @@ public final class HTTPRequestParser {
                 continue
             case HPE_PAUSED where assembly.pointee.pause == .headersComplete:
                 llhttp_resume(llhttp)
-                if let error = headersCompleted() { return fail(error, &input) }
+                // llhttp may have work left that needs no input (completing a bodiless message).
                 needsKick = true
-                if assembly.pointee.request.expectsContinue && bodyPending {
+                if assembly.pointee.request.expectsContinue && assembly.pointee.bodyPending {
                     return .expectsContinue(assembly.pointee.request)
                 }
             case HPE_PAUSED:
                 llhttp_resume(llhttp)
                 kickDeferred = true
-                bodyPending = false
                 let complete = assembly.pointee.takeRequest()
                 if !complete.keepAlive { close(&input) }
                 return .request(complete)
@@ -133,7 +127,6 @@ public final class HTTPRequestParser {
                 let leftover = [UInt8](input)
                 input = UnsafeRawBufferPointer(rebasing: input[input.endIndex...])
                 state = .upgraded
-                bodyPending = false
                 let complete = assembly.pointee.takeRequest()
                 upgradeKeepsAlive = complete.keepAlive
                 return .upgrade(complete, leftover: leftover)
@@ -196,37 +189,19 @@ public final class HTTPRequestParser {
         return min(max(UnsafeRawPointer(position) - base, 0), limit)
     }
 
-    private func countWireBytes(_ consumed: Int) -> HTTPParseError? {
-        if assembly.pointee.inBody {
-            assembly.pointee.bodyWireBytes += consumed
-            return assembly.pointee.bodyWireBytes > maxBodyWireBytes ? .bodyTooLarge : nil
+    /// Counts the `consumed` bytes from `base` as the head's or the body's: split where the body
+    /// began when the head ended during this execution.
+    private func countWireBytes(_ consumed: Int, from base: UnsafeRawPointer) -> HTTPParseError? {
+        var headBytes = assembly.pointee.inBody ? 0 : consumed
+        if assembly.pointee.headEndedInExecution {
+            headBytes = assembly.pointee.bodyStart.map { $0 - base } ?? consumed
+            assembly.pointee.headEndedInExecution = false
+            assembly.pointee.bodyStart = nil
         }
-        assembly.pointee.headWireBytes += consumed
-        return assembly.pointee.headWireBytes > limits.maxHeaderBytes ? .headersTooLarge : nil
-    }
-
-    /// Runs once the head has been parsed, before any of the body.
-    private func headersCompleted() -> HTTPParseError? {
-        assembly.pointee.inBody = true
-        let parser = llhttp.pointee
-        guard parser.http_major == 1, parser.http_minor <= 1 else { return .unsupportedVersion }
-        let version = parser.http_minor == 0 ? HTTPVersion.http1_0 : .http1_1
-        assembly.pointee.request.version = version
-        assembly.pointee.request.method = HTTPMethod(llhttpCode: parser.method)
-        let flags = UInt32(parser.flags)
-        let hasLength = flags & F_CONTENT_LENGTH.rawValue != 0
-        // Refuse before the body arrives, so a 413 needs no reading of it.
-        if hasLength && parser.content_length > UInt64(limits.maxBodyBytes) { return .bodyTooLarge }
-        bodyPending = flags & F_CHUNKED.rawValue != 0 || (hasLength && parser.content_length > 0)
-
-        assembly.pointee.request.isUpgrade = parser.upgrade == 1
-        // HTTP/1.0 clients do not know 100-continue; RFC 9110 §10.1.1 says to ignore it then.
-        assembly.pointee.request.expectsContinue = version == .http1_1 && assembly.pointee.sawExpectContinue
-        if hasLength && parser.content_length > 0 {
-            let capacity = Int(min(parser.content_length, UInt64(Self.initialBodyCapacity)))
-            assembly.pointee.request.body.reserveCapacity(capacity)
-        }
-        return nil
+        assembly.pointee.headWireBytes += headBytes
+        assembly.pointee.bodyWireBytes += consumed - headBytes
+        if assembly.pointee.headWireBytes > limits.maxHeaderBytes { return .headersTooLarge }
+        return assembly.pointee.bodyWireBytes > maxBodyWireBytes ? .bodyTooLarge : nil
     }
 
     /// The method, target and headers of the request that made the parser fail, when its head was
