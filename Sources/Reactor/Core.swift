@@ -108,9 +108,17 @@ public final class Core<StateType: State>: @unchecked Sendable {
             result = .failure(error)
         }
         // What middleware and observers fired meanwhile runs now, as it would after a queued job.
-        while let next = pending.popFirst() { run(next) }
+        if !pending.isEmpty { runPending() }
         draining = false
         return result
+    }
+
+    /// Runs the queued jobs, oldest first, until none is left. Out of line: inlined, the optimizer
+    /// hoists the state access a job may make out of the loop, and every event paid for a dynamic
+    /// exclusivity check on the state for jobs that are almost never there.
+    @usableFromInline @inline(never)
+    func runPending() {
+        while let next = pending.popFirst() { run(next) }
     }
 
     /// Fires several events in one job, so that nothing else is applied between them.
@@ -291,7 +299,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
         if !draining && pending.isEmpty {
             draining = true
             run(job)
-            while let next = pending.popFirst() { run(next) }
+            if !pending.isEmpty { runPending() }
             draining = false
             return
         }

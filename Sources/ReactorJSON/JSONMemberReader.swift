@@ -111,7 +111,8 @@ extension JSONByteReader {
         while index < count {
             let byte = base[index]
             if byte == ASCII.quote { return index }
-            if byte == ASCII.backslash || byte < ASCII.space || byte >= 0x80 { return nil }
+            // Below a space or not ASCII, in one unsigned compare.
+            if byte == ASCII.backslash || byte &- ASCII.space >= 0x60 { return nil }
             index += 1
         }
         return nil

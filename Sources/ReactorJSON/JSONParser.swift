@@ -369,6 +369,16 @@ struct JSONByteReader {
         let quoteOffset = position
         position += 1
         let start = position
+        // Printable ASCII first, counted in a local (the common string is all of it): the loop
+        // below then starts at the first byte that needs a look.
+        var index = position
+        while index < count {
+            let byte = base[index]
+            // One unsigned compare for both ends: below a space, or not ASCII.
+            if byte == ASCII.quote || byte == ASCII.backslash || byte &- ASCII.space >= 0x60 { break }
+            index += 1
+        }
+        position = index
         // Fast path: no escapes, so the bytes between the quotes are the
         // string's UTF-8 as is.
         while position < count {
