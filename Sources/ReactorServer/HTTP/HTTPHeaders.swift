@@ -18,8 +18,11 @@ public struct HTTPHeaders: Sendable {
     private(set) var fields: [Field]
     /// Asked of every request, so noted while the head is checked rather than searched for: how many `Host`
     /// fields there are, and which field is the first `Content-Type` (-1: none).
-    private(set) var hostCount = 0
-    private var contentTypeField = -1
+    // 32-bit: a request is moved and copied whole several times on its way, and its two sets of
+    // fields (headers, trailers) are most of its size.
+    private var hostFields: Int32 = 0
+    private var contentTypeField: Int32 = -1
+    var hostCount: Int { Int(hostFields) }
 
     public init() {
         bytes = []
@@ -41,8 +44,8 @@ public struct HTTPHeaders: Sendable {
     init(bytes: [UInt8], fields: [Field], hostCount: Int, contentTypeField: Int) {
         self.bytes = bytes
         self.fields = fields
-        self.hostCount = hostCount
-        self.contentTypeField = contentTypeField
+        hostFields = Int32(hostCount)
+        self.contentTypeField = Int32(contentTypeField)
     }
 
     /// What a field named `name` tells the facts above: .host, .contentType, or nil.
@@ -69,8 +72,8 @@ public struct HTTPHeaders: Sendable {
         let field = fields[index]
         let fact = bytes.withUnsafeBufferPointer { Self.fact(ofFieldNamed: UnsafeBufferPointer(rebasing: $0[Int(field.start)..<Int(field.nameEnd)])) }
         switch fact {
-        case .host?: hostCount += 1
-        case .contentType? where contentTypeField < 0: contentTypeField = index
+        case .host?: hostFields += 1
+        case .contentType? where contentTypeField < 0: contentTypeField = Int32(index)
         default: break
         }
     }
@@ -86,14 +89,14 @@ public struct HTTPHeaders: Sendable {
             swap(&fields, &self.fields)
             fields.removeAll(keepingCapacity: true)
         }
-        hostCount = 0
+        hostFields = 0
         contentTypeField = -1
     }
 
     /// The value of the first `Content-Type` field, without a lookup.
     var contentTypeBytes: ArraySlice<UInt8>? {
         guard contentTypeField >= 0 else { return nil }
-        let field = fields[contentTypeField]
+        let field = fields[Int(contentTypeField)]
         return bytes[Int(field.valueStart)..<Int(field.end)]
     }
 
@@ -101,7 +104,7 @@ public struct HTTPHeaders: Sendable {
     /// slice would retain and release the headers' bytes, on every request that has a body.
     func withContentType<Result>(_ body: (UnsafeBufferPointer<UInt8>?) -> Result) -> Result {
         guard contentTypeField >= 0 else { return body(nil) }
-        let field = fields[contentTypeField]
+        let field = fields[Int(contentTypeField)]
         return bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[Int(field.valueStart)..<Int(field.end)])) }
     }
 
