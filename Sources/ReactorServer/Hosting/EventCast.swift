@@ -36,11 +36,32 @@ func withEvent<E: Event, Result, Failure: Error>(
         && _isBitwiseTakable(E.self)
     if fitsInline, event.isExactly(E.self) {
         return try withUnsafePointer(to: event) { (container) throws(Failure) -> Result in
-            try body(UnsafeRawPointer(container).assumingMemoryBound(to: E.self).pointee)
+            try withBitwiseBorrow(of: UnsafeRawPointer(container), as: E.self, body)
         }
     }
     guard let copy = event.exactly(E.self) else { return nil }
     return try body(copy)
+}
+
+/// `body` with the bitwise-takable `E` stored at `source`, lent as it is there.
+///
+/// Read through the pointer (`pointee`), the value would be copied: a retain and a release of each
+/// reference in it, as the compiler cannot tell that a mutating `body` leaves that memory alone.
+/// Here its bits are moved into a temporary and out again as a value the compiler takes for its
+/// own, handed to `body` (which can only borrow it), and moved back, so it is never destroyed: it
+/// owns nothing; `source`, which outlives the call, does.
+@inline(__always)
+private func withBitwiseBorrow<E, Result, Failure: Error>(
+    of source: UnsafeRawPointer, as type: E.Type, _ body: (E) throws(Failure) -> Result
+) throws(Failure) -> Result {
+    try withUnsafeTemporaryAllocation(of: E.self, capacity: 1) { (temporary) throws(Failure) -> Result in
+        let slot = temporary.baseAddress!
+        UnsafeMutableRawPointer(slot).copyMemory(from: source, byteCount: MemoryLayout<E>.size)
+        let borrowed = slot.move()
+        // Moved back, not destroyed; the temporary is then let go without deinitializing it.
+        defer { slot.initialize(to: borrowed) }
+        return try body(borrowed)
+    }
 }
 
 extension Event {

@@ -74,4 +74,26 @@ final class EventCastTests: XCTestCase {
             XCTAssertEqual(error as? EventRejection, EventRejection("refused"))
         }
     }
+
+    /// The value lent to the body owns nothing: reading an event many times (keeping a copy now and
+    /// then, and throwing now and then) leaves its references exactly as owned as before.
+    func testAnEventLentManyTimesKeepsItsReferences() throws {
+        // Tokens long enough to live on the heap, so that a release too many would free them.
+        let path = try JSONPointer("/" + String(repeating: "a", count: 40) + "/" + String(repeating: "b", count: 40))
+        var event: any Event = DocumentEvent.set(path: path, value: ["k": [.string(String(repeating: "v", count: 50))]])
+        var kept: [DocumentEvent] = []
+        for round in 0..<1000 {
+            if round % 100 == 0, let copy = withEvent(event, as: DocumentEvent.self, { $0 }) { kept.append(copy) }
+            XCTAssertEqual(withEvent(event, as: DocumentEvent.self) { $0.eventType }, "set")
+            if round % 10 == 0 {
+                XCTAssertThrowsError(try withEvent(event, as: DocumentEvent.self) { (_) throws(EventRejection) in throw EventRejection("no") })
+            }
+        }
+        let expected = DocumentEvent.set(path: path, value: ["k": [.string(String(repeating: "v", count: 50))]])
+        event = OtherEvent()
+        XCTAssertEqual(kept.count, 10)
+        for copy in kept { XCTAssertEqual(copy, expected) }
+        kept.removeAll()
+        XCTAssertEqual(path.tokens, [String(repeating: "a", count: 40), String(repeating: "b", count: 40)])
+    }
 }
