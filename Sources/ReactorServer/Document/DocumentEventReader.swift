@@ -110,9 +110,8 @@ enum DocumentEventReader {
     }
 }
 
+/// Inlined: each call then compares against a known length, and most keys fail on that alone.
+@inline(__always)
 private func matches(_ key: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
-    guard key.count == name.utf8CodeUnitCount else { return false }
-    let expected = name.utf8Start
-    for index in 0..<key.count where key[index] != expected[index] { return false }
-    return true
+    RawBytes.equal(key, name)
 }

@@ -39,9 +39,7 @@ final class RecentPointers {
     }
 
     private static func equal(_ stored: [UInt8], _ text: UnsafeRawBufferPointer) -> Bool {
-        guard stored.count == text.count else { return false }
-        guard text.count > 0 else { return true }  // an empty buffer may have no address
-        return stored.withUnsafeBytes { memcmp($0.baseAddress!, text.baseAddress!, text.count) == 0 }
+        stored.withUnsafeBytes { RawBytes.equal($0, text) }
     }
 
     /// `body` with this thread's cache, made on first use and released when the thread ends. Lent

@@ -198,7 +198,7 @@ final class StateService<StateType: HostedState> {
     static func isJSON(bytes value: UnsafeBufferPointer<UInt8>?) -> Bool {
         guard let value else { return false }
         // What nearly every client sends, before the general case.
-        if value.count == 16, equalBytes(value, "application/json") { return true }
+        if RawBytes.equal(UnsafeRawBufferPointer(value), "application/json") { return true }
         // The media type: up to any parameters, without the whitespace before them.
         var end = value.firstIndex(of: UInt8(ascii: ";")) ?? value.count
         while end > 0, value[end - 1] == 32 || value[end - 1] == 9 { end -= 1 }
@@ -301,10 +301,4 @@ final class StateService<StateType: HostedState> {
         encoded = fresh
         return fresh
     }
-}
-
-private func equalBytes(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
-    guard bytes.count == text.utf8CodeUnitCount else { return false }
-    for index in 0..<bytes.count where bytes[index] != text.utf8Start[index] { return false }
-    return true
 }
