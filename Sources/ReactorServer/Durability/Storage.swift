@@ -103,13 +103,9 @@ public enum Storage {
     /// Fills an empty directory from an export: the same state at the same versions. Every event is
     /// replayed first, so a bad export changes nothing. Returns the last version.
     public static func importLines<StateType: HostedState>(_ lines: some Sequence<[UInt8]>, into directory: DataDirectory, as type: StateType.Type) throws(EventLogError) -> UInt64 {
-        try directory.create()
-        let lock = try directory.lock()
-        defer { close(lock) }
-        let (snapshots, segments) = (try directory.snapshotVersions(), try directory.segmentVersions())
-        guard snapshots.isEmpty && segments.isEmpty else {
-            throw EventLogError(.other, "\(directory.path) already holds a journal: import needs an empty data directory")
-        }
+        // The export is read and checked in full before the directory is touched: a bad one leaves
+        // no trace there (not even the directory, or its lock).
+        try refuseUnlessEmpty(directory)
         var snapshot: LogRecord?
         var state: StateType?
         var records: [LogRecord] = []
@@ -150,6 +146,11 @@ public enum Storage {
             records.append(record)
         }
         guard let snapshot else { throw EventLogError(.other, "the export is empty") }
+        try directory.create()
+        let lock = try directory.lock()
+        defer { close(lock) }
+        // Again under the lock: a server may have started on the directory meanwhile.
+        try refuseUnlessEmpty(directory)
         do throws(EventLogError) {
             // The journal first and the snapshot last: a directory without a snapshot is not one
             // reactord would start on, so a write that fails halfway leaves nothing that looks whole.
@@ -174,6 +175,16 @@ public enum Storage {
     }
 
     // MARK: Helpers
+
+    /// Refuses a directory that holds snapshots or journal segments; one not there yet is empty.
+    private static func refuseUnlessEmpty(_ directory: DataDirectory) throws(EventLogError) {
+        let exists = { FileManager.default.fileExists(atPath: $0) }
+        let snapshots = exists(directory.snapshotsPath) ? try directory.snapshotVersions() : []
+        let segments = exists(directory.journalPath) ? try directory.segmentVersions() : []
+        guard snapshots.isEmpty && segments.isEmpty else {
+            throw EventLogError(.other, "\(directory.path) already holds a journal: import needs an empty data directory")
+        }
+    }
 
     static func writeInitialSnapshot<StateType: HostedState>(_ state: StateType, in directory: DataDirectory) throws(EventLogError) {
         let payload: [UInt8]

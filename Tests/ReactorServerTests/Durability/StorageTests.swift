@@ -121,7 +121,15 @@ final class StorageTests: XCTestCase {
                                                      into: data, as: JSONDocument.self)) { error in
             XCTAssertTrue("\(error)".contains("line 2"), "\(error)")
         }
-        XCTAssertTrue(try data.segmentVersions().isEmpty && data.snapshotVersions().isEmpty, "a bad import writes nothing")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: data.path), "a bad import leaves no trace, not even the directory")
+    }
+
+    func testABadImportIntoAnExistingEmptyDirectoryAddsNothingToIt() throws {
+        let data = directory()
+        try FileManager.default.createDirectory(atPath: data.path, withIntermediateDirectories: true)
+        XCTAssertThrowsError(try Storage.importLines([Array(#"{"version":0,"state":{}}"#.utf8), Array("not json".utf8)], into: data, as: JSONDocument.self))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: data.path), [])
+        XCTAssertEqual(try Storage.importLines(export(2), into: data, as: JSONDocument.self), 2, "and it is still good for an import")
     }
 
     func testImportRefusesGapsAndNonEmptyDirectories() throws {
