@@ -149,7 +149,7 @@ public enum Storage {
         try directory.create()
         let lock = try directory.lock()
         defer { close(lock) }
-        // Again under the lock: a server may have started on the directory meanwhile.
+        // Again under the lock: a server or another import may have used the directory meanwhile.
         try refuseUnlessEmpty(directory)
         do throws(EventLogError) {
             // The journal first and the snapshot last: a directory without a snapshot is not one
