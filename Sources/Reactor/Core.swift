@@ -14,10 +14,13 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     // Confined to the executor. @usableFromInline so that the hot path below specialises for the
     // caller's state type: unspecialised generic code spends most of its time looking up metadata.
-    // `current` keeps its exclusivity checks: user code (a state's `apply`) runs while it is being
-    // modified. @exclusivity(unchecked) on the rest: only the core's own code touches them, and it
-    // calls out (to middleware, observers, completions) only between accesses, never during one.
-    @usableFromInline var current: StateType
+    // @exclusivity(unchecked): only the core's own code touches these, and it calls out (to
+    // middleware, observers, completions) only between accesses, never during one. The one call
+    // out during an access is a state's own `apply` while `current` is modified in place: user code
+    // that could read the state then, which `isApplying` refuses as the dynamic check would (at
+    // the price of a flag, not of a check on every access).
+    @exclusivity(unchecked) @usableFromInline var current: StateType
+    @exclusivity(unchecked) @usableFromInline var isApplying = false
     @exclusivity(unchecked) @usableFromInline var currentVersion: UInt64
     @exclusivity(unchecked) @usableFromInline var middlewares: [Registered<any Middleware<StateType>>] = []
     @exclusivity(unchecked) @usableFromInline var interceptors: [Registered<any Interceptor<StateType>>] = []
@@ -56,7 +59,10 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     /// The current version and state, read together.
     public func snapshot() -> (version: UInt64, state: StateType) {
-        if executor.isCurrent { return (currentVersion, current) }
+        if executor.isCurrent {
+            precondition(!isApplying, "the state was read while an event was being applied to it")
+            return (currentVersion, current)
+        }
         let handoff = Handoff<(version: UInt64, state: StateType)>()
         submit(.perform { [self] in handoff.put((currentVersion, current)) })
         return handoff.take()
@@ -113,9 +119,8 @@ public final class Core<StateType: State>: @unchecked Sendable {
         return result
     }
 
-    /// Runs the queued jobs, oldest first, until none is left. Out of line: inlined, the optimizer
-    /// hoists the state access a job may make out of the loop, and every event paid for a dynamic
-    /// exclusivity check on the state for jobs that are almost never there.
+    /// Runs the queued jobs, oldest first, until none is left. Out of line: there are almost never
+    /// any, and inlined, the optimizer hoisted what a job may need out of the loop, onto every event.
     @usableFromInline @inline(never)
     func runPending() {
         while let next = pending.popFirst() { run(next) }
@@ -340,8 +345,9 @@ public final class Core<StateType: State>: @unchecked Sendable {
                 try interceptor.item.intercept(event: event, state: state, origin: origin)
             }
         }
-        // One access to `current` per event (each is an exclusivity check): applied in place, and
-        // the result read out in the same access for middleware and observers.
+        // Applied in place, and the result read out in the same access for middleware and observers.
+        isApplying = true
+        defer { isApplying = false }
         return try Self.applying(event, to: &current)
     }
 
