@@ -93,6 +93,11 @@ public struct HTTPHeaders: Sendable {
         contentTypeField = -1
     }
 
+    /// `body` of the storage's bytes, in place.
+    func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        bytes.withUnsafeBufferPointer(body)
+    }
+
     /// The value of the first `Content-Type` field, without a lookup.
     var contentTypeBytes: ArraySlice<UInt8>? {
         guard contentTypeField >= 0 else { return nil }

@@ -17,8 +17,7 @@ extension HTTPRequest {
     /// client but a proxy sends it), where the path is the target up to any `?`; nil for any other
     /// form, whose `path` takes parsing. For routing, which needs no Substring made.
     func withOriginFormPath<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
-        var target = target
-        return target.withUTF8 { bytes in
+        withTargetBytes { bytes in
             guard bytes.first == UInt8(ascii: "/") else { return nil }
             let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.count
             return body(UnsafeBufferPointer(rebasing: bytes[..<end]))
@@ -59,7 +58,8 @@ extension HTTPRequest {
 
     /// The first value for `name` in the query.
     public func queryValue(_ name: String) -> String? {
-        guard let query else { return nil }
+        // Most targets have no query: say so from the bytes, without making the target a String.
+        guard withTargetBytes({ $0.contains(UInt8(ascii: "?")) }), let query else { return nil }
         for pair in query.split(separator: "&") {
             let equals = pair.firstIndex(of: "=") ?? pair.endIndex
             guard HTTPPercentDecoding.decode(pair[..<equals], plusAsSpace: true) == name else { continue }

@@ -155,7 +155,6 @@ struct HTTPRequestAssembly {
     /// Checks the completed head and moves it into `request`; nil, or why it is refused.
     mutating func finishHead() -> HTTPParseError? {
         if let error = finishSection() { return error }
-        request.target = fieldBytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[..<min(targetEnd, $0.count)]), as: UTF8.self) }
         // Capped so that one unusually large head does not make every later request reserve
         // as much.
         fieldBytesHint = min(max(fieldBytes.count, 64), 4096)
@@ -165,7 +164,9 @@ struct HTTPRequestAssembly {
         var index: [HTTPHeaders.Field] = []
         swap(&bytes, &fieldBytes)
         swap(&index, &fields)
-        request.headers = HTTPHeaders(bytes: bytes, fields: index, hostCount: hostCount, contentTypeField: contentTypeField)
+        // The head's bytes begin with the target: the request reads it from there.
+        request.setHead(HTTPHeaders(bytes: bytes, fields: index, hostCount: hostCount, contentTypeField: contentTypeField),
+                        targetCount: min(targetEnd, bytes.count))
         resetSection()
         return nil
     }
@@ -230,7 +231,7 @@ struct HTTPRequestAssembly {
     /// Keeps `request`'s buffers, emptied, for the next request, unless one is under way or they are large.
     mutating func recycle(_ request: inout HTTPRequest) {
         guard fieldBytes.capacity == 0, fields.capacity == 0, self.request.body.capacity == 0, !inBody, !inSection else { return }
-        request.headers.moveStorage(into: &fieldBytes, &fields, maxBytes: Self.recycledHeadBytes, maxFields: Self.recycledFields)
+        request.moveHeadStorage(into: &fieldBytes, &fields, maxBytes: Self.recycledHeadBytes, maxFields: Self.recycledFields)
         if request.body.capacity <= Self.recycledBodyBytes {
             request.body.removeAll(keepingCapacity: true)
             swap(&self.request.body, &request.body)

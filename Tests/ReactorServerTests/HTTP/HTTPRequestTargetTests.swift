@@ -54,4 +54,31 @@ final class HTTPRequestTargetTests: XCTestCase, HTTPParserTesting {
         let request = try XCTUnwrap(onlyRequest(parseAllWays(Array("GET /caf".utf8) + [0xC3, 0xA9] + Array(" HTTP/1.1\r\n\r\n".utf8))))
         XCTAssertEqual(request.path, "/café")
     }
+
+    /// A parsed request keeps its target among the head's bytes: replacing or editing the headers,
+    /// or setting the target, must not lose or garble it.
+    func testParsedTargetOutlivesChangesToTheHeaders() throws {
+        let parsed = try XCTUnwrap(onlyRequest(parseAllWays("GET /a/b?mode=prune HTTP/1.1\r\nHost: h\r\n\r\n")))
+        XCTAssertEqual(parsed.target, "/a/b?mode=prune")
+        XCTAssertEqual(parsed.queryValue("mode"), "prune")
+        XCTAssertEqual(parsed.withOriginFormPath { Array($0) }, Array("/a/b".utf8))
+        XCTAssertEqual(parsed, HTTPRequest(target: "/a/b?mode=prune", headers: HTTPHeaders([("Host", "h")])))
+
+        var replaced = parsed
+        replaced.headers = HTTPHeaders([("X-Other", "a value longer than the target")])
+        XCTAssertEqual(replaced.target, "/a/b?mode=prune")
+        XCTAssertEqual(replaced.queryValue("mode"), "prune")
+
+        var edited = parsed
+        edited.headers.append(name: "X-Added", value: "1")
+        XCTAssertEqual(edited.target, "/a/b?mode=prune")
+        XCTAssertEqual(edited.headers.count, 2)
+
+        var retargeted = parsed
+        retargeted.target = "/c"
+        XCTAssertEqual(retargeted.target, "/c")
+        XCTAssertNil(retargeted.queryValue("mode"))
+        XCTAssertEqual(retargeted.headers["Host"], "h")
+        XCTAssertEqual(parsed.target, "/a/b?mode=prune")
+    }
 }
