@@ -57,9 +57,24 @@ extension HTTPRequest {
     }
 
     /// The first value for `name` in the query.
+    // Inlined: most targets have no query, and where the caller sees the nil it answers with, it
+    // skips what it would do with a value (the handlers ask on every request).
+    @inline(__always)
     public func queryValue(_ name: String) -> String? {
-        // Most targets have no query: say so from the bytes, without making the target a String.
-        guard withTargetBytes({ $0.contains(UInt8(ascii: "?")) }), let query else { return nil }
+        guard hasQueryMark else { return nil }
+        return firstQueryValue(name)
+    }
+
+    /// Whether the target has a `?`, from its bytes (without making it a String).
+    var hasQueryMark: Bool {
+        withTargetBytes { bytes in
+            for byte in bytes where byte == UInt8(ascii: "?") { return true }
+            return false
+        }
+    }
+
+    private func firstQueryValue(_ name: String) -> String? {
+        guard let query else { return nil }
         for pair in query.split(separator: "&") {
             let equals = pair.firstIndex(of: "=") ?? pair.endIndex
             guard HTTPPercentDecoding.decode(pair[..<equals], plusAsSpace: true) == name else { continue }
