@@ -98,13 +98,6 @@ public struct HTTPHeaders: Sendable {
         bytes.withUnsafeBufferPointer(body)
     }
 
-    /// The value of the first `Content-Type` field, without a lookup.
-    var contentTypeBytes: ArraySlice<UInt8>? {
-        guard contentTypeField >= 0 else { return nil }
-        let field = fields[Int(contentTypeField)]
-        return bytes[Int(field.valueStart)..<Int(field.end)]
-    }
-
     /// `body` of the value of the first `Content-Type` field (nil without one), read in place: a
     /// slice would retain and release the headers' bytes, on every request that has a body.
     func withContentType<Result>(_ body: (UnsafeBufferPointer<UInt8>?) -> Result) -> Result {

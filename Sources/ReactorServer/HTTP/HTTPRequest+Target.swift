@@ -4,8 +4,10 @@ extension HTTPRequest {
     /// The path, still percent-encoded (decoding `%2F` would change its meaning). For an
     /// absolute-form target (`http://host/p?q`) it is the part after the authority.
     public var path: Substring {
+        // Read once: a parsed target is decoded on each read.
+        let target = target
         var path = target[...]
-        if let query = queryMark { path = target[..<query] }
+        if let query = Self.queryMark(in: target) { path = target[..<query] }
         // Bytes, not `hasPrefix`: String comparison is Unicode-aware, and this runs for every request.
         guard path.utf8.first != UInt8(ascii: "/"), let schemeEnd = path.firstRange(of: "://") else { return path }
         let authority = path[schemeEnd.upperBound...]
@@ -26,14 +28,14 @@ extension HTTPRequest {
 
     /// Everything after the first `?`, without it; nil when there is no `?`.
     public var query: Substring? {
-        guard let mark = queryMark else { return nil }
+        let target = target
+        guard let mark = Self.queryMark(in: target) else { return nil }
         return target[target.index(after: mark)...]
     }
 
-    /// Where the first `?` is. Scanned as bytes in place: the target is ASCII, grapheme breaking is
-    /// slow, and even the UTF-8 view's index arithmetic costs more than the scan (this runs for
-    /// every request, twice).
-    private var queryMark: String.Index? {
+    /// Where the first `?` in `target` is. Scanned as bytes in place: the target is ASCII, grapheme
+    /// breaking is slow, and even the UTF-8 view's index arithmetic costs more than the scan.
+    private static func queryMark(in target: String) -> String.Index? {
         let offset = target.utf8.withContiguousStorageIfAvailable { $0.firstIndex(of: UInt8(ascii: "?")) }
         switch offset {
         case let offset??: return target.utf8.index(target.utf8.startIndex, offsetBy: offset)

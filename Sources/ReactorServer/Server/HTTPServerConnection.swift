@@ -121,8 +121,6 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
     }
 
-    override func connectionDidDrain(_ connection: TCPConnection) {}
-
     override func connectionDidClose(_ connection: TCPConnection) {
         spareContext = nil
         server.connectionClosed(self)
