@@ -107,15 +107,8 @@ extension JSONByteReader {
     /// The offset of the closing quote of a string starting at `start` (after its opening quote)
     /// that is printable ASCII without escapes; nil for any other string, or an unterminated one.
     private func plainASCIIStringEnd(from start: Int) -> Int? {
-        var index = start
-        while index < count {
-            let byte = base[index]
-            if byte == ASCII.quote { return index }
-            // Below a space or not ASCII, in one unsigned compare.
-            if byte == ASCII.backslash || byte &- ASCII.space >= 0x60 { return nil }
-            index += 1
-        }
-        return nil
+        let end = plainRunEnd(from: start)
+        return end < count && base[end] == ASCII.quote ? end : nil
     }
 
     /// After the top-level value: nothing but whitespace may follow.

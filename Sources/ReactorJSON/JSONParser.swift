@@ -369,16 +369,9 @@ struct JSONByteReader {
         let quoteOffset = position
         position += 1
         let start = position
-        // Printable ASCII first, counted in a local (the common string is all of it): the loop
-        // below then starts at the first byte that needs a look.
-        var index = position
-        while index < count {
-            let byte = base[index]
-            // One unsigned compare for both ends: below a space, or not ASCII.
-            if byte == ASCII.quote || byte == ASCII.backslash || byte &- ASCII.space >= 0x60 { break }
-            index += 1
-        }
-        position = index
+        // Printable ASCII first (the common string is all of it): the loop below then starts at
+        // the first byte that needs a look.
+        position = plainRunEnd(from: position)
         // Fast path: no escapes, so the bytes between the quotes are the
         // string's UTF-8 as is.
         while position < count {
@@ -401,6 +394,34 @@ struct JSONByteReader {
             }
         }
         throw error("unterminated string", at: quoteOffset)
+    }
+
+    /// The offset of the first byte at or after `start` that ends a run of plain string content
+    /// (printable ASCII but `"` and `\\`), or `count`. Eight bytes at a time, in one word: each lane's
+    /// high bit marks a stop, and the lowest marked lane is exact (a borrow can only mark lanes
+    /// above a true stop).
+    @inline(__always)
+    func plainRunEnd(from start: Int) -> Int {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var index = start
+        while index &+ 8 <= count {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            let quotes = word ^ (ones &* UInt64(ASCII.quote))
+            let backslashes = word ^ (ones &* UInt64(ASCII.backslash))
+            let stops = ((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes)
+                | ((word &- ones &* UInt64(ASCII.space)) & ~word) | word
+            let marked = stops & highs
+            if marked != 0 { return index &+ marked.trailingZeroBitCount &>> 3 }
+            index &+= 8
+        }
+        while index < count {
+            let byte = base[index]
+            // One unsigned compare for both ends: below a space, or not ASCII.
+            if byte == ASCII.quote || byte == ASCII.backslash || byte &- ASCII.space >= 0x60 { return index }
+            index += 1
+        }
+        return count
     }
 
     /// Slow path: decodes into `scratch`, starting with the plain bytes the

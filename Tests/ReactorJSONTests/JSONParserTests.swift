@@ -135,6 +135,44 @@ final class JSONParserTests: XCTestCase {
 
     // MARK: Rejected documents (in the spirit of JSONTestSuite's n_ cases)
 
+    /// Plain runs of a string are read eight bytes at a time: each byte that ends one (quote,
+    /// backslash, control character, byte above 0x7F) must be found at every place in a word,
+    /// with plain bytes of every kind on both sides of it.
+    func testEveryKindOfSpecialByteIsFoundWhereverItFalls() throws {
+        let filler = Array("az ~!#[]{}09".utf8)
+        for length in 1...20 {
+            for position in 0..<length {
+                var plain = (0..<length).map { filler[($0 + position) % filler.count] }
+                let text = String(decoding: plain, as: UTF8.self)
+                XCTAssertEqual(try JSON(parsing: Array("\"\(text)\"".utf8)), .string(text))
+                let (keyReading, keys, _) = try JSONMemberReaderTests.members(Array("{\"\(text)\":1}".utf8))
+                XCTAssertEqual(keyReading, .finished)
+                XCTAssertEqual(keys, [text])
+
+                plain[position] = UInt8(ascii: "\"")
+                let cut = String(decoding: plain[..<position], as: UTF8.self)
+                XCTAssertThrowsError(try JSON(parsing: [UInt8(ascii: "\"")] + plain + [UInt8(ascii: "\"")]), "quote at \(position) of \(length)")
+                XCTAssertEqual(try JSON(parsing: [UInt8(ascii: "\"")] + plain[...position]), .string(cut))
+
+                plain[position] = 0x1F
+                XCTAssertThrowsError(try JSON(parsing: [UInt8(ascii: "\"")] + plain + [UInt8(ascii: "\"")]), "control byte at \(position) of \(length)")
+
+                var escaped = plain
+                escaped.replaceSubrange(position...position, with: Array("\\n".utf8))
+                let decoded = try JSON(parsing: [UInt8(ascii: "\"")] + escaped + [UInt8(ascii: "\"")])
+                XCTAssertEqual(decoded.stringValue?.utf8.filter { $0 == 0x0A }.count, 1, "escape at \(position) of \(length)")
+
+                var accented = plain
+                accented.replaceSubrange(position...position, with: Array("é".utf8))
+                let expected = String(decoding: accented, as: UTF8.self)
+                XCTAssertEqual(try JSON(parsing: [UInt8(ascii: "\"")] + accented + [UInt8(ascii: "\"")]), .string(expected))
+                let (reading, keys2, _) = try JSONMemberReaderTests.members(Array("{\"".utf8) + accented + Array("\":1}".utf8))
+                XCTAssertEqual(reading, .finished)
+                XCTAssertEqual(keys2, [expected])
+            }
+        }
+    }
+
     func testRejectsInvalidDocuments() {
         let cases: [(input: [UInt8], message: String)] = [
             (bytes("[1,]"), "trailing comma before ']' is not allowed"),
@@ -303,9 +341,13 @@ final class JSONParserTests: XCTestCase {
 
 final class JSONMemberReaderTests: XCTestCase {
     private func members(_ text: String, stopAfter limit: Int = .max) throws -> (JSONMemberReading, [String], [JSON]) {
+        try Self.members(Array(text.utf8), stopAfter: limit)
+    }
+
+    static func members(_ text: [UInt8], stopAfter limit: Int = .max) throws -> (JSONMemberReading, [String], [JSON]) {
         var keys: [String] = []
         var values: [JSON] = []
-        let reading = try Array(text.utf8).withUnsafeBytes { bytes throws(JSONParseError) in
+        let reading = try text.withUnsafeBytes { bytes throws(JSONParseError) in
             try JSONParser().forEachMember(in: bytes) { key, value in
                 keys.append(String(decoding: key, as: UTF8.self))
                 values.append(value.json)

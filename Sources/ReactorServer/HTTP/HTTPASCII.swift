@@ -19,6 +19,8 @@ enum HTTPASCII {
     /// `bytes` equal `name`, a lowercase field name of letters and `-`, ignoring ASCII case: eight
     /// bytes at a time, each with its 0x20 bit set. That lowercases a letter and keeps `-`; the only
     /// other bytes it could match are control characters (CR to `-`), which no field name holds.
+    /// Inlined: with the name's length known, the loops unroll into a few compares.
+    @inline(__always)
     static func isFieldName(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
         let count = name.utf8CodeUnitCount
         guard bytes.count == count, let start = bytes.baseAddress else { return false }

@@ -49,6 +49,7 @@ public struct HTTPHeaders: Sendable {
     }
 
     /// What a field named `name` tells the facts above: .host, .contentType, or nil.
+    @inline(__always)
     static func fact(ofFieldNamed name: UnsafeBufferPointer<UInt8>) -> Fact? {
         switch name.count {
         case 4 where HTTPASCII.isFieldName(name, "host"): return .host

@@ -6,10 +6,12 @@ import CUV
 /// object: accessed through a pointer it costs no reference counting and no dynamic
 /// exclusivity checks, which a class's stored properties would on every callback.
 ///
-/// A head (or a trailer section) is stored as the bytes it arrived as, from the target to the end of
-/// its last field, copied once: the callbacks only note where each piece lies, as offsets into that
-/// stream. Its bytes are copied when the section ends, or when an input ends before it does (the
-/// next input continues the stream), and only then are the fields checked and trimmed.
+/// A head is stored as the bytes it arrived as, from the target to the blank line that ends it, copied
+/// once: llhttp reports where the target lies and pauses where the head ends, and the fields are then
+/// found in the stored bytes (`HTTPHeadFields`). A trailer section, rare, comes through llhttp's
+/// field callbacks instead, which note where each piece lies, as offsets into its stream. Bytes are
+/// copied when the section ends, or when an input ends before it does (the next input continues the
+/// stream), and only then are the fields checked and trimmed.
 struct HTTPRequestAssembly {
     let limits: HTTPLimits
 
@@ -30,18 +32,10 @@ struct HTTPRequestAssembly {
     var valueStart = -1
     var sectionEnd = 0
     var inName = false
-    var sawExpectContinue = false
-    // Facts `HTTPHeaders` keeps, noted when the head is complete.
-    var hostCount = 0
-    var contentTypeField = -1
 
     var inBody = false
     /// Whether a body follows the head (a length above 0, or chunked), noted when the head completes.
     var bodyPending = false
-    /// Set when the head completes; the parser then counts the execution's bytes up to `bodyStart`
-    /// (where the first body bytes lay, if any came) as the head's and the rest as the body's.
-    var headEndedInExecution = false
-    var bodyStart: UnsafeRawPointer?
     // Bytes consumed from the wire for the current head and body. llhttp skips whitespace and
     // framing without callbacks, so limits on stored bytes alone would not bound the work.
     var headWireBytes = 0
@@ -85,90 +79,74 @@ struct HTTPRequestAssembly {
         self.streamStart = streamStart + count
     }
 
-    /// Copies the rest of the section and checks its fields; nil, or why the section is refused.
+    /// Copies the rest of a trailer section and checks its fields; nil, or why the section is refused.
     private mutating func finishSection() -> HTTPParseError? {
         store(upTo: sectionEnd - fieldBytes.count)
         inSection = false
         streamStart = nil
         guard !fields.isEmpty else { return nil }
-        let isHead = !inBody
-        var facts = SectionFacts()
         // Through pointers: this runs over every byte of every name, where bounds and uniqueness
         // checks would cost more than the checking itself.
         let refused = fieldBytes.withUnsafeBufferPointer { bytes in
-            fields.withUnsafeMutableBufferPointer { fields in
-                Self.check(fields, in: bytes.baseAddress!, notingHeadFacts: isHead, into: &facts)
-            }
+            fields.withUnsafeMutableBufferPointer { fields in Self.check(fields, in: bytes.baseAddress!) }
         }
-        if refused { return .malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char") }
-        if facts.sawExpectContinue { sawExpectContinue = true }
-        hostCount += facts.hostCount
-        if contentTypeField < 0 { contentTypeField = facts.contentTypeField }
-        return nil
+        return refused ? Self.invalidName : nil
     }
 
-    /// What a head's fields say that the request keeps at hand.
-    private struct SectionFacts {
-        var sawExpectContinue = false
-        var hostCount = 0
-        var contentTypeField = -1
-    }
+    private static let invalidName = HTTPParseError.malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Invalid header field char")
 
-    /// Checks each name, trims each value's end, and (for a head) notes `facts`; true when a name is
-    /// not a token.
-    private static func check(_ fields: UnsafeMutableBufferPointer<HTTPHeaders.Field>, in bytes: UnsafePointer<UInt8>,
-                              notingHeadFacts: Bool, into facts: inout SectionFacts) -> Bool {
+    /// Checks each trailer's name and trims its value's end, as `HTTPHeadFields` does a head's; true
+    /// when a name is not a token.
+    private static func check(_ fields: UnsafeMutableBufferPointer<HTTPHeaders.Field>, in bytes: UnsafePointer<UInt8>) -> Bool {
         for index in 0..<fields.count {
             let field = fields[index]
             let name = bytes + Int(field.start)
             let nameCount = Int(field.nameEnd - field.start)
-            // llhttp checks names against the token set, except that 8.1 lets spaces into them
-            // ("Transfer-Encoding x: ..."); a proxy in front of us may read such a name differently,
-            // which is how requests get smuggled. (A test feeds every byte to hold llhttp to that.)
+            // Spaces in names: see `HTTPHeadFields.Refusal.spaceInName`.
             guard nameCount > 0, !containsSpace(name, count: nameCount) else { return true }
-            // llhttp drops leading whitespace but keeps trailing whitespace, which is not part of
-            // the value (RFC 9110 §5.5).
             var end = Int(field.end)
             let valueStart = Int(field.valueStart)
             while end > valueStart, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") {
                 end -= 1
             }
             if end != Int(field.end) { fields[index].end = UInt32(end) }
-            // Only the head's fields: trailers are not headers. (A trailer cannot set these in time
-            // to matter: they are read when the head completes.)
-            guard notingHeadFacts else { continue }
-            let nameBytes = UnsafeBufferPointer(start: name, count: nameCount)
-            switch HTTPHeaders.fact(ofFieldNamed: nameBytes) {
-            case .host?: facts.hostCount += 1
-            case .contentType? where facts.contentTypeField < 0: facts.contentTypeField = index
-            default: break
-            }
-            if nameCount == 6
-                && HTTPASCII.isFieldName(nameBytes, "expect")
-                && HTTPASCII.caseInsensitiveEqual(UnsafeBufferPointer(start: bytes + valueStart, count: end - valueStart), lowercase: "100-continue") {
-                facts.sawExpectContinue = true
-            }
         }
         return false
     }
 
-    /// Checks the completed head and moves it into `request`; nil, or why it is refused.
-    mutating func finishHead() -> HTTPParseError? {
-        if let error = finishSection() { return error }
-        // Capped so that one unusually large head does not make every later request reserve
-        // as much.
-        fieldBytesHint = min(max(fieldBytes.count, 64), 4096)
-        fieldsHint = min(max(fields.count, 4), 32)
+    /// The head is complete, all of it stored (llhttp paused where it ends): finds and checks its
+    /// fields, moves it into `request`, and notes what llhttp made of it; nil, or why it is refused.
+    mutating func finishHead(_ llhttp: llhttp_t) -> HTTPParseError? {
+        inSection = false
+        streamStart = nil
+        if fields.capacity == 0 { fields.reserveCapacity(min(fieldsHint, limits.maxHeaderCount)) }
         // Swapped out rather than copied: the buffers change owner without reference counting.
         var bytes: [UInt8] = []
         var index: [HTTPHeaders.Field] = []
         swap(&bytes, &fieldBytes)
         swap(&index, &fields)
+        var facts = HTTPHeadFields.Facts()
+        do {
+            try HTTPHeadFields.locate(in: &bytes, targetEnd: targetEnd, into: &index, facts: &facts, maxFields: limits.maxHeaderCount)
+        } catch {
+            switch error {
+            case .tooManyFields: return .tooManyHeaders
+            case .spaceInName, .notAField: return Self.invalidName
+            case .bareCarriageReturn: return .malformed(name: "HPE_LF_EXPECTED", reason: "Expected LF after CR")
+            }
+        }
+        // Capped so that one unusually large head does not make every later request reserve
+        // as much.
+        fieldBytesHint = min(max(bytes.count, 64), 4096)
+        fieldsHint = min(max(index.count, 4), 32)
         // The head's bytes begin with the target: the request reads it from there.
-        request.setHead(HTTPHeaders(bytes: bytes, fields: index, hostCount: hostCount, contentTypeField: contentTypeField),
-                        targetCount: min(targetEnd, bytes.count))
+        let targetCount = min(targetEnd, bytes.count)
+        request.setHead(HTTPHeaders(bytes: consume bytes, fields: consume index, hostCount: facts.hostCount, contentTypeField: facts.contentTypeField),
+                        targetCount: targetCount)
         resetSection()
-        return nil
+        // From here on, sections are trailers, and a failure still has the head to report.
+        inBody = true
+        return noteHead(llhttp, expectsContinue: facts.sawExpectContinue)
     }
 
     /// Capacity reserved up front for a body of known length; larger bodies grow as they
@@ -177,7 +155,7 @@ struct HTTPRequestAssembly {
 
     /// What llhttp knows once the head is parsed, before any of the body: the version (1.0 and 1.1
     /// only), method, framing, and whether the body may be refused before it arrives.
-    private mutating func noteHead(_ parser: llhttp_t) -> HTTPParseError? {
+    private mutating func noteHead(_ parser: llhttp_t, expectsContinue: Bool) -> HTTPParseError? {
         guard parser.http_major == 1, parser.http_minor <= 1 else { return .unsupportedVersion }
         let version = parser.http_minor == 0 ? HTTPVersion.http1_0 : .http1_1
         request.version = version
@@ -189,7 +167,7 @@ struct HTTPRequestAssembly {
         bodyPending = flags & F_CHUNKED.rawValue != 0 || (hasLength && parser.content_length > 0)
         request.isUpgrade = parser.upgrade == 1
         // HTTP/1.0 clients do not know 100-continue; RFC 9110 §10.1.1 says to ignore it then.
-        request.expectsContinue = version == .http1_1 && sawExpectContinue
+        request.expectsContinue = version == .http1_1 && expectsContinue
         if hasLength && parser.content_length > 0 {
             request.body.reserveCapacity(Int(min(parser.content_length, UInt64(Self.initialBodyCapacity))))
         }
@@ -203,8 +181,6 @@ struct HTTPRequestAssembly {
         sectionEnd = 0
         inName = false
         valueStart = -1
-        hostCount = 0
-        contentTypeField = -1
     }
 
     /// Hands the finished request out and forgets it, so no body buffer outlives its request here.
@@ -215,7 +191,6 @@ struct HTTPRequestAssembly {
         fieldBytes = []
         fields = []
         resetSection()
-        sawExpectContinue = false
         inBody = false
         bodyPending = false
         headWireBytes = 0
@@ -259,7 +234,7 @@ struct HTTPRequestAssembly {
 
     enum Piece { case target, name, value }
 
-    /// Target, header name and header value bytes, in as many pieces as the input was split: only
+    /// Target, and trailer name and value bytes, in as many pieces as the input was split: only
     /// where they lie is noted.
     mutating func received(_ piece: Piece, _ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         guard let bytes, count > 0 else { return 0 }
@@ -317,20 +292,16 @@ struct HTTPRequestAssembly {
         return 0
     }
 
+    /// Pauses llhttp where the head ends, for the parser to finish it there (`finishHead`): the
+    /// position is known only then, and the pause also lets it report `.expectsContinue` before any
+    /// body is parsed.
     mutating func headersComplete(_ llhttp: UnsafeMutablePointer<llhttp_t>) -> Int32 {
-        if let error = finishHead() { return refuse(error) }
-        // From here on, sections are trailers, and a failure still has the head to report.
-        inBody = true
-        headEndedInExecution = true
-        if let error = noteHead(llhttp.pointee) { return refuse(error) }
-        // A pause lets the parser report `.expectsContinue` before any body is parsed; and where
-        // chunk framing comes first, the body's first bytes would not tell where the head ended.
-        // Otherwise the message goes on in the same execution.
-        if request.expectsContinue && bodyPending || UInt32(llhttp.pointee.flags) & F_CHUNKED.rawValue != 0 {
-            pause = .headersComplete
-            return Int32(HPE_PAUSED.rawValue)
+        // Only a chunked body can end in trailers; they come through the field callbacks.
+        if UInt32(llhttp.pointee.flags) & F_CHUNKED.rawValue != 0 {
+            llhttp.pointee.settings = UnsafeMutableRawPointer(Self.trailerSettings)
         }
-        return 0
+        pause = .headersComplete
+        return Int32(HPE_PAUSED.rawValue)
     }
 
     mutating func chunkHeader(_ llhttp: UnsafeMutablePointer<llhttp_t>) -> Int32 {
@@ -343,14 +314,16 @@ struct HTTPRequestAssembly {
 
     mutating func bodyReceived(_ at: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         guard let at, count > 0 else { return 0 }
-        if headEndedInExecution && bodyStart == nil { bodyStart = UnsafeRawPointer(at) }
         if request.body.count + count > limits.maxBodyBytes { return refuse(.bodyTooLarge) }
         request.body.append(contentsOf: UnsafeBufferPointer(start: UnsafeRawPointer(at).assumingMemoryBound(to: UInt8.self), count: count))
         return 0
     }
 
     mutating func messageComplete(_ llhttp: UnsafeMutablePointer<llhttp_t>) -> Int32 {
-        // Trailers, if any, end here.
+        // Trailers, if any, end here; the next head comes without field callbacks again.
+        if UInt32(llhttp.pointee.flags) & F_CHUNKED.rawValue != 0 {
+            llhttp.pointee.settings = UnsafeMutableRawPointer(Self.llhttpSettings)
+        }
         if inSection, let error = finishSection() { return refuse(error) }
         request.keepAlive = llhttp_should_keep_alive(llhttp) == 1
         // For an upgrade llhttp stops by itself with HPE_PAUSED_UPGRADE; pausing here as well
@@ -376,22 +349,30 @@ private func assembly(_ llhttp: UnsafeMutablePointer<llhttp_t>?) -> UnsafeMutabl
 }
 
 extension HTTPRequestAssembly {
-    /// One settings table for all parsers: C function pointers cannot capture, so each callback
-    /// finds its assembly through `llhttp_t.data`. Callbacks we do not need stay nil, which
-    /// llhttp treats as "continue".
+    /// The settings table for all parsers: C function pointers cannot capture, so each callback finds
+    /// its assembly through `llhttp_t.data`. Callbacks we do not need stay nil, which llhttp treats as
+    /// "continue"; the field callbacks among them (a head's fields are read from its bytes).
     /// nonisolated(unsafe): filled in once, on first use (a lazy static is initialised once), then only read.
-    nonisolated(unsafe) static let llhttpSettings: UnsafeMutablePointer<llhttp_settings_t> = {
+    nonisolated(unsafe) static let llhttpSettings = makeSettings(withFieldCallbacks: false)
+
+    /// The table while a chunked body is read: with the field callbacks, for its trailers.
+    /// nonisolated(unsafe): as `llhttpSettings`.
+    nonisolated(unsafe) static let trailerSettings = makeSettings(withFieldCallbacks: true)
+
+    private static func makeSettings(withFieldCallbacks: Bool) -> UnsafeMutablePointer<llhttp_settings_t> {
         let settings = UnsafeMutablePointer<llhttp_settings_t>.allocate(capacity: 1)
         llhttp_settings_init(settings)
         settings.pointee.on_url = { assembly($0).pointee.received(.target, $1, $2) }
-        settings.pointee.on_header_field = { assembly($0).pointee.received(.name, $1, $2) }
-        settings.pointee.on_header_field_complete = { assembly($0).pointee.nameComplete() }
-        settings.pointee.on_header_value = { assembly($0).pointee.received(.value, $1, $2) }
-        settings.pointee.on_header_value_complete = { assembly($0).pointee.valueComplete() }
+        if withFieldCallbacks {
+            settings.pointee.on_header_field = { assembly($0).pointee.received(.name, $1, $2) }
+            settings.pointee.on_header_field_complete = { assembly($0).pointee.nameComplete() }
+            settings.pointee.on_header_value = { assembly($0).pointee.received(.value, $1, $2) }
+            settings.pointee.on_header_value_complete = { assembly($0).pointee.valueComplete() }
+        }
         settings.pointee.on_headers_complete = { assembly($0).pointee.headersComplete($0!) }
         settings.pointee.on_chunk_header = { assembly($0).pointee.chunkHeader($0!) }
         settings.pointee.on_body = { assembly($0).pointee.bodyReceived($1, $2) }
         settings.pointee.on_message_complete = { assembly($0).pointee.messageComplete($0!) }
         return settings
-    }()
+    }
 }

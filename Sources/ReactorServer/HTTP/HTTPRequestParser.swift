@@ -13,8 +13,8 @@ import CUV
 /// that end up in a request, so the read buffer can be reused as soon as the loop ends.
 ///
 /// llhttp runs without any lenient flag. On top of it the parser rejects what llhttp 8.1
-/// tolerates but we do not want: header names that are not tokens, and versions other than
-/// 1.0/1.1.
+/// tolerates but we do not want: header names that are not tokens, a CR standing for a CRLF in the
+/// head (see `HTTPHeadFields`), and versions other than 1.0/1.1.
 public final class HTTPRequestParser {
     public enum Event: Equatable, Sendable {
         /// The head of an HTTP/1.1 request that sent `Expect: 100-continue` and announced a body.
@@ -104,13 +104,14 @@ public final class HTTPRequestParser {
             input = UnsafeRawBufferPointer(rebasing: input[consumed...])
 
             // Wire limits first, so the same input gives the same error however it is split.
-            if let error = countWireBytes(consumed, from: base) ?? assembly.pointee.callbackError {
+            if let error = countWireBytes(consumed) ?? assembly.pointee.callbackError {
                 return fail(error, &input)
             }
             switch code {
             case HPE_OK:
                 continue
             case HPE_PAUSED where assembly.pointee.pause == .headersComplete:
+                if let error = assembly.pointee.finishHead(llhttp.pointee) { return fail(error, &input) }
                 llhttp_resume(llhttp)
                 // llhttp may have work left that needs no input (completing a bodiless message).
                 needsKick = true
@@ -189,15 +190,10 @@ public final class HTTPRequestParser {
         return min(max(UnsafeRawPointer(position) - base, 0), limit)
     }
 
-    /// Counts the `consumed` bytes from `base` as the head's or the body's: split where the body
-    /// began when the head ended during this execution.
-    private func countWireBytes(_ consumed: Int, from base: UnsafeRawPointer) -> HTTPParseError? {
-        var headBytes = assembly.pointee.inBody ? 0 : consumed
-        if assembly.pointee.headEndedInExecution {
-            headBytes = assembly.pointee.bodyStart.map { $0 - base } ?? consumed
-            assembly.pointee.headEndedInExecution = false
-            assembly.pointee.bodyStart = nil
-        }
+    /// Counts the `consumed` bytes as the head's or the body's: llhttp pauses where a head ends, so
+    /// an execution's bytes are all one or all the other.
+    private func countWireBytes(_ consumed: Int) -> HTTPParseError? {
+        let headBytes = assembly.pointee.inBody ? 0 : consumed
         assembly.pointee.headWireBytes += headBytes
         assembly.pointee.bodyWireBytes += consumed - headBytes
         if assembly.pointee.headWireBytes > limits.maxHeaderBytes { return .headersTooLarge }
