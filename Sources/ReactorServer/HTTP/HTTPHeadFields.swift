@@ -57,6 +57,7 @@ enum HTTPHeadFields {
     /// in place first, their line breaks removed, so that each value is one range.
     static func locate(in head: inout [UInt8], targetEnd: Int, into fields: inout [HTTPHeaders.Field], facts: inout Facts, maxFields: Int) throws(Refusal) {
         let count = head.count
+        guard count > 0 else { throw .notAField }
         let folded = try head.withUnsafeBufferPointer { bytes throws(Refusal) in
             try scan(bytes.baseAddress!, count: count, from: targetEnd, into: &fields, facts: &facts, maxFields: maxFields)
         }
@@ -65,9 +66,11 @@ enum HTTPHeadFields {
         facts = Facts()
         unfold(&head, after: targetEnd)
         let unfoldedCount = head.count
-        _ = try head.withUnsafeBufferPointer { bytes throws(Refusal) in
+        let stillFolded = try head.withUnsafeBufferPointer { bytes throws(Refusal) in
             try scan(bytes.baseAddress!, count: unfoldedCount, from: targetEnd, into: &fields, facts: &facts, maxFields: maxFields)
         }
+        // A continuation with no field above it (right after the request line): llhttp refuses it.
+        if stillFolded { throw .notAField }
     }
 
     /// Notes each field line; true (with `fields` and `facts` incomplete) at the first folded line.
