@@ -29,32 +29,26 @@ enum HTTPHeadFields {
         var hostCount = 0
         var contentTypeField = -1
 
-        /// Notes what field number `index`, named by the `nameCount` bytes at `name` with the value
-        /// `value`, says. By the name's length first: most fields are none of these.
+        /// Notes what field number `index`, named `name`, says; `value` is read only for `Expect`.
         @inline(__always)
-        mutating func note(_ index: Int, name: UnsafePointer<UInt8>, nameCount: Int, value: () -> UnsafeBufferPointer<UInt8>) {
-            switch nameCount {
-            case 4, 12:
-                switch HTTPHeaders.fact(ofFieldNamed: UnsafeBufferPointer(start: name, count: nameCount)) {
-                case .host?: hostCount += 1
-                case .contentType? where contentTypeField < 0: contentTypeField = index
-                default: break
-                }
-            case 6:
-                if HTTPASCII.isFieldName(UnsafeBufferPointer(start: name, count: 6), "expect")
+        mutating func note(_ index: Int, name: UnsafeBufferPointer<UInt8>, value: () -> UnsafeBufferPointer<UInt8>) {
+            switch HTTPHeaders.fact(ofFieldNamed: name) {
+            case .host?: hostCount += 1
+            case .contentType? where contentTypeField < 0: contentTypeField = index
+            default:
+                if name.count == 6 && HTTPASCII.isFieldName(name, "expect")
                     && HTTPASCII.caseInsensitiveEqual(value(), lowercase: "100-continue") {
                     sawExpectContinue = true
                 }
-            default:
-                break
             }
         }
     }
 
     /// Appends the fields of `head` to `fields`, each value's trailing blanks left out, and notes
     /// their `facts`. `head` holds the request line from the target on (its first `targetEnd` bytes
-    /// are the target), the field lines, and the blank line that ends them; folded lines are joined
-    /// in place first, their line breaks removed, so that each value is one range.
+    /// are the target), the field lines, and the blank line that ends them. A head with folded lines
+    /// has them joined (their line breaks removed from `head`) and is read again, so that each value
+    /// is one range.
     static func locate(in head: inout [UInt8], targetEnd: Int, into fields: inout [HTTPHeaders.Field], facts: inout Facts, maxFields: Int) throws(Refusal) {
         let count = head.count
         guard count > 0 else { throw .notAField }
@@ -106,7 +100,7 @@ enum HTTPHeadFields {
             var end = lineEnd
             while end > valueStart, bytes[end - 1] == space || bytes[end - 1] == tab { end -= 1 }
             guard fields.count < maxFields else { throw .tooManyFields }
-            facts.note(fields.count, name: bytes + lineStart, nameCount: nameEnd &- lineStart) {
+            facts.note(fields.count, name: UnsafeBufferPointer(start: bytes + lineStart, count: nameEnd &- lineStart)) {
                 UnsafeBufferPointer(start: bytes + valueStart, count: end &- valueStart)
             }
             fields.append(HTTPHeaders.Field(start: UInt32(lineStart), nameEnd: UInt32(nameEnd), valueStart: UInt32(valueStart), end: UInt32(end)))
