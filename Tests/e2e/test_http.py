@@ -56,6 +56,24 @@ def test_many_pipelined_requests_all_get_answers(server):
     assert get_state(server) == {"l": list(range(count))}
 
 
+def test_pipelined_answers_larger_than_the_write_batch_keep_their_order(server):
+    # The loop holds what a turn writes in one 64 KiB batch: answers past its end flush it, and one
+    # larger than the whole batch goes straight out after what was held. Order and bytes must hold.
+    big = "x" * 100_000
+    with raw(server, timeout=10) as conn:
+        conn.send(event_request({"type": "set", "path": "/big", "value": big}))
+        assert conn.read_response().json() == {"version": 1}
+        small = 400  # about 60 KiB of answers before and after the big one
+        requests = [http_request("GET", "/livez")] * small + [http_request("GET", "/state?path=/big")] \
+            + [http_request("GET", f"/state?path=/n{i}") for i in range(small)]
+        conn.send(b"".join(requests))
+        answers = [conn.read_response() for _ in range(len(requests))]
+    assert all(a.status == 200 and a.json() == {"status": "live"} for a in answers[:small])
+    assert answers[small].status == 200 and answers[small].json() == big
+    assert [a.status for a in answers[small + 1:]] == [404] * small
+    assert all(f"/n{i}" in a.json()["detail"] for i, a in enumerate(answers[small + 1:]))
+
+
 def test_pipelined_requests_with_a_journal_each_get_their_own_answer(reactord, tmp_path):
     # With a journal an event's answer waits for its fsync while the requests after it are read and
     # answered: each request's context (reused once nothing holds it) must still carry its own answer.

@@ -20,6 +20,8 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
     /// Every connection on the loop reads into this one buffer: reads are handled synchronously, so
     /// no connection needs a read buffer of its own.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    /// What connections write during a turn, sent just before the loop waits again.
+    let writeBatch: WriteBatch
 
     /// Creates a loop owned by the calling thread, which must be the one that calls `run()`.
     public init() throws(UVError) {
@@ -34,6 +36,8 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         loop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
         try UVError.check(uv_loop_init(loop), "uv_loop_init")
+        // The loop's first prepare handle, so the last to run in each turn (see WriteBatch).
+        writeBatch = WriteBatch(loop: loop)
         try UVError.check(uv_async_init(loop, wakeup) { handle in
             EventLoop.from(handle!.pointee.data).runInbox()
         }, "uv_async_init")
@@ -62,6 +66,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         loop.deallocate()
         wakeup.deallocate()
         readBuffer.deallocate()
+        writeBatch.deallocate()
     }
 
     public var isCurrent: Bool {
@@ -78,6 +83,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         precondition(isCurrent, "an EventLoop runs on the thread that created it")
         uv_run(loop, UV_RUN_DEFAULT)
         runInbox()
+        writeBatch.flush()
         uv_walk(loop, { handle, _ in
             if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
         }, nil)

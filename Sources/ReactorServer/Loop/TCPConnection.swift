@@ -19,8 +19,8 @@ public class TCPConnectionDelegate {
     public func connectionDidClose(_ connection: TCPConnection) {}
 }
 
-/// One accepted TCP connection: reads into the loop's shared buffer, writes without copying when the
-/// kernel takes the bytes at once, and keeps a copy only of what it could not take.
+/// One accepted TCP connection: reads into the loop's shared buffer, writes through the loop's batch
+/// at the end of each turn, and keeps a copy only of what the kernel could not take.
 public final class TCPConnection {
     let handle: UnsafeMutablePointer<uv_tcp_t>
     let loop: EventLoop
@@ -37,7 +37,7 @@ public final class TCPConnection {
     }
     @exclusivity(unchecked) private var isDeliveringRead = false
     @exclusivity(unchecked) private var replacedDuringRead: TCPConnectionDelegate?
-    /// Bytes handed to `write` that the kernel has not taken yet.
+    /// Bytes the kernel has not taken yet, queued in libuv (not counting those in the loop's batch).
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
     @exclusivity(unchecked) public private(set) var queuedBytes = 0
@@ -97,10 +97,21 @@ public final class TCPConnection {
         uv_read_stop(handle.stream)
     }
 
-    /// Writes `bytes` after everything written before.
+    /// Writes `bytes` after everything written before. They reach the socket at the end of the loop's
+    /// turn, with what other connections wrote meanwhile (see `WriteBatch`), or sooner: when this
+    /// connection closes, or when the batch is full.
     public func write(_ bytes: UnsafeRawBufferPointer) {
         // After `closeAfterWriting` the write side is shut down: a later write could only fail.
         guard !isClosed, !isLingering, !bytes.isEmpty else { return }
+        loop.writeBatch.add(bytes, for: self)
+    }
+
+    /// Bytes held for this connection in the loop's `WriteBatch`.
+    @exclusivity(unchecked) var batchedBytes = 0
+
+    /// Hands `bytes` to the socket now: without copying them when the kernel takes them at once.
+    func writeNow(_ bytes: UnsafeRawBufferPointer) {
+        guard !isClosed, !isLingering else { return }
         var offset = 0
         if queuedBytes == 0 {
             var buffer = uv_buf_init(UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
@@ -120,9 +131,12 @@ public final class TCPConnection {
         bytes.withUnsafeBytes { write($0) }
     }
 
-    /// Closes the connection; queued writes are dropped. Safe to call more than once.
+    /// Closes the connection; queued writes are dropped (what the kernel refused so far), though
+    /// bytes still in the loop's batch are offered to the socket first, as if written at once.
+    /// Safe to call more than once.
     public func close() {
         guard !isClosed else { return }
+        if batchedBytes > 0 { loop.writeBatch.flush() }
         isClosed = true
         if let lingerTimer {
             uv_close(UnsafeMutableRawPointer(lingerTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
@@ -145,6 +159,8 @@ public final class TCPConnection {
     /// unread input would make the kernel reset the connection, and the peer could lose the response.
     public func closeAfterWriting(lingerSeconds: UInt64 = 2) {
         guard !isClosed, !isLingering else { return }
+        // The shutdown waits for libuv's queued writes, not for the batch: hand it over first.
+        if batchedBytes > 0 { loop.writeBatch.flush() }
         isLingering = true
         lingerMilliseconds = lingerSeconds * 1000
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
