@@ -57,9 +57,12 @@ public final class StateServer<StateType: HostedState> {
         subscriptions.register(in: &router)
         metricsService.register(in: &router)
         files.register(in: &router)
-        var chain: [any HTTPMiddleware] = [RequestLogger(logger: logger)]
+        // Each built-in stage only where it has something to do: one that would only call `next`
+        // still costs every request a call and a closure.
+        var chain: [any HTTPMiddleware] = []
+        if RequestLogger.logsRequests(logger) { chain.append(RequestLogger(logger: logger)) }
         if !configuration.corsOrigins.isEmpty { chain.append(CORSMiddleware(origins: Set(configuration.corsOrigins))) }
-        chain.append(AuthMiddleware(tokens: configuration.tokens))
+        if !configuration.tokens.isEmpty { chain.append(AuthMiddleware(tokens: configuration.tokens)) }
         http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, metrics: metrics, logger: logger)
         subscriptions.http = http
         metricsService.http = http

@@ -11,8 +11,11 @@ struct RequestLogger: HTTPMiddleware {
 
     init(logger: Logger) {
         self.logger = logger
-        logsRequests = logger.logLevel <= .info
+        logsRequests = Self.logsRequests(logger)
     }
+
+    /// Whether `logger` takes request lines at all (a server leaves the middleware out when not).
+    static func logsRequests(_ logger: Logger) -> Bool { logger.logLevel <= .info }
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void) {
         // Not logging: nothing to wrap, so no closure to allocate.
