@@ -6,8 +6,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import random
 import signal
+import socket
 import struct
+import threading
 import time
 
 import pytest
@@ -243,3 +246,42 @@ def test_sigterm_closes_subscribers_with_1001_and_exits_0(reactord):
         raw_ws.close()
         for ws in sockets:
             ws.close()
+
+
+def test_subscribers_resetting_their_connections_mid_fan_out_leave_the_server_serving(server):
+    # Subscribers that vanish (half of them with a reset) while every event is pushed to them: their
+    # pushes fail in the loop's write batch, or when they close with bytes still held there. Every
+    # event fired meanwhile is answered, and the server stays up and exits cleanly (teardown checks).
+    stop = threading.Event()
+    rng = random.Random(7)
+
+    def come_and_go():
+        while not stop.is_set():
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            sock.sendall(handshake_request("/subscribe"))
+            time.sleep(rng.random() * 0.02)
+            try:
+                sock.recv(65536)
+            except OSError:
+                pass
+            if rng.random() < 0.5:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+
+    churners = [threading.Thread(target=come_and_go) for _ in range(4)]
+    for churner in churners:
+        churner.start()
+    try:
+        count = 1500
+        with raw(server, timeout=10) as connection:
+            for i in range(count):
+                connection.send(http_request("POST", "/events", json.dumps({"type": "increment", "path": "/n"}),
+                                             {"Content-Type": "application/json"}))
+                assert connection.read_response().json() == {"version": i + 1}
+    finally:
+        stop.set()
+        for churner in churners:
+            churner.join()
+    with raw(server) as connection:
+        connection.send(http_request("GET", "/state"))
+        assert connection.read_response().json() == {"n": count}

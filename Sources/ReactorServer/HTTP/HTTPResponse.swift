@@ -95,8 +95,9 @@ struct ByteLine: @unchecked Sendable {
     func deallocate() { bytes.deallocate() }
 }
 
-/// Encodes responses into one reusable buffer, written with plain copies: no array appends, no
-/// reference counting of the constant parts.
+/// Encodes responses with plain copies: no array appends, no reference counting of the constant
+/// parts. The server encodes straight into the loop's write batch (`encode(_:...into:)`), and into
+/// this object's reusable buffer only a response too large for the batch.
 final class HTTPResponseEncoder {
     private var storage: UnsafeMutableRawPointer
     private var capacity: Int
@@ -119,73 +120,87 @@ final class HTTPResponseEncoder {
     /// A copy of `bytes`, for tests.
     var buffer: [UInt8] { Array(bytes) }
 
-    /// Encodes `response` as the answer to a request; `isHead` leaves the body out but keeps its length.
-    /// `keepAliveHeader` is for HTTP/1.0 clients, which close unless told otherwise.
+    /// Encodes `response` into this encoder's buffer (see the static `encode`).
     func encode(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, date: UnsafeRawBufferPointer) {
-        count = 0
         if capacity > Self.keptCapacity { resize(to: Self.initialCapacity) }
-        let status = response.status
-        let hasLength = status.code >= 200 && status.code != 204 && status.code != 304 && response.takeover == nil
-        let body = response.body
-        // Read as its bytes: binding the optional class copies it through its type metadata.
-        let contentTypeLine = response.contentType?.headerLine.bytes
-        // An upper bound, so that everything below writes without checking for room.
-        var needed = status.statusLine.count + date.count + (contentTypeLine?.count ?? 0)
-            + 40 + 24 + 2 + (isHead ? 0 : body.count)
-        for (name, value) in response.headers { needed += name.utf8.count + value.utf8.count + 4 }
+        let needed = Self.maximumSize(of: response, isHead: isHead, date: date)
         if needed > capacity { resize(to: needed) }
-
-        write(status.statusLine)
-        write(date)
-        if let contentTypeLine { write(contentTypeLine) }
-        // 1xx, 204 and 304 carry no body and no length; a stream's body lasts as long as the connection.
-        if hasLength {
-            write("Content-Length: ")
-            writeDecimal(body.count)
-            write("\r\n")
-        }
-        if response.takeover != nil {
-            // The response's own headers say what the connection becomes.
-        } else if closing {
-            write("Connection: close\r\n")
-        } else if keepAliveHeader {
-            write("Connection: keep-alive\r\n")
-        }
-        for (name, value) in response.headers {
-            var name = name
-            var value = value
-            name.withUTF8 { write(UnsafeRawBufferPointer($0)) }
-            write(": ")
-            value.withUTF8 { write(UnsafeRawBufferPointer($0)) }
-            write("\r\n")
-        }
-        write("\r\n")
-        if !isHead { body.withUnsafeBytes { write($0) } }
+        count = Self.encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: date, into: storage)
     }
 
     func encode(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, date: [UInt8]) {
         date.withUnsafeBytes { encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: $0) }
     }
 
-    @inline(__always)
-    private func write(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress else { return }
-        (storage + count).copyMemory(from: base, byteCount: bytes.count)
-        count += bytes.count
+    /// At least as many bytes as `encode` writes for `response`: a bound computed without writing,
+    /// so that the writing needs no check for room.
+    static func maximumSize(of response: HTTPResponse, isHead: Bool, date: UnsafeRawBufferPointer) -> Int {
+        var size = response.status.statusLine.count + date.count + (response.contentType?.headerLine.bytes.count ?? 0)
+            + 40 + 24 + 2 + (isHead ? 0 : response.body.count)
+        for (name, value) in response.headers { size += name.utf8.count + value.utf8.count + 4 }
+        return size
     }
 
-    @inline(__always)
-    private func write(_ text: StaticString) {
-        write(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
-
-    private func writeDecimal(_ value: Int) {
-        DecimalDigits.withDigits(of: UInt64(value)) { write($0) }
+    /// Writes `response` as the answer to a request at `destination`, which has room for
+    /// `maximumSize(of:...)` bytes, and returns how many it wrote. `isHead` leaves the body out but
+    /// keeps its length; `keepAliveHeader` is for HTTP/1.0 clients, which close unless told otherwise.
+    static func encode(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, date: UnsafeRawBufferPointer,
+                       into destination: UnsafeMutableRawPointer) -> Int {
+        var out = ByteCursor(destination)
+        let status = response.status
+        let hasLength = status.code >= 200 && status.code != 204 && status.code != 304 && response.takeover == nil
+        out.write(status.statusLine)
+        out.write(date)
+        // Read as its bytes: binding the optional class copies it through its type metadata.
+        if let contentTypeLine = response.contentType?.headerLine.bytes { out.write(contentTypeLine) }
+        // 1xx, 204 and 304 carry no body and no length; a stream's body lasts as long as the connection.
+        if hasLength {
+            out.write("Content-Length: ")
+            DecimalDigits.withDigits(of: UInt64(response.body.count)) { out.write($0) }
+            out.write("\r\n")
+        }
+        if response.takeover != nil {
+            // The response's own headers say what the connection becomes.
+        } else if closing {
+            out.write("Connection: close\r\n")
+        } else if keepAliveHeader {
+            out.write("Connection: keep-alive\r\n")
+        }
+        for (name, value) in response.headers {
+            var name = name
+            var value = value
+            name.withUTF8 { out.write(UnsafeRawBufferPointer($0)) }
+            out.write(": ")
+            value.withUTF8 { out.write(UnsafeRawBufferPointer($0)) }
+            out.write("\r\n")
+        }
+        out.write("\r\n")
+        if !isHead { response.body.withUnsafeBytes { out.write($0) } }
+        return out.position - destination
     }
 
     private func resize(to newCapacity: Int) {
         storage.deallocate()
         capacity = newCapacity
         storage = .allocate(byteCount: capacity, alignment: 1)
+    }
+}
+
+/// Where the next byte goes, in memory that the caller made large enough.
+private struct ByteCursor {
+    private(set) var position: UnsafeMutableRawPointer
+
+    init(_ start: UnsafeMutableRawPointer) { position = start }
+
+    @inline(__always)
+    mutating func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        position.copyMemory(from: base, byteCount: bytes.count)
+        position += bytes.count
+    }
+
+    @inline(__always)
+    mutating func write(_ text: StaticString) {
+        write(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 }

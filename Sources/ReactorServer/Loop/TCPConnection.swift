@@ -106,6 +106,16 @@ public final class TCPConnection {
         loop.writeBatch.add(bytes, for: self)
     }
 
+    /// `write` for bytes made in place: `fill` writes at most `maximum` of them straight into the
+    /// loop's batch and returns how many. False, with nothing written, when that many could never
+    /// fit in the batch: make them elsewhere and `write` them.
+    @inline(__always)
+    func write(atMost maximum: Int, _ fill: (UnsafeMutableRawPointer) -> Int) -> Bool {
+        // Dropped, as `write` drops them (see there).
+        guard !isClosed, !isLingering else { return true }
+        return loop.writeBatch.add(atMost: maximum, for: self, fill)
+    }
+
     /// Bytes held for this connection in the loop's `WriteBatch`.
     @exclusivity(unchecked) var batchedBytes = 0
 
@@ -136,7 +146,11 @@ public final class TCPConnection {
     /// Safe to call more than once.
     public func close() {
         guard !isClosed else { return }
-        if batchedBytes > 0 { loop.writeBatch.flush() }
+        if batchedBytes > 0 {
+            loop.writeBatch.flush()
+            // A write that failed there has closed this connection already.
+            if isClosed { return }
+        }
         isClosed = true
         if let lingerTimer {
             uv_close(UnsafeMutableRawPointer(lingerTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
@@ -159,8 +173,12 @@ public final class TCPConnection {
     /// unread input would make the kernel reset the connection, and the peer could lose the response.
     public func closeAfterWriting(lingerSeconds: UInt64 = 2) {
         guard !isClosed, !isLingering else { return }
-        // The shutdown waits for libuv's queued writes, not for the batch: hand it over first.
-        if batchedBytes > 0 { loop.writeBatch.flush() }
+        if batchedBytes > 0 {
+            // The shutdown waits for libuv's queued writes, not for the batch: hand it over first.
+            loop.writeBatch.flush()
+            // A write that failed there has closed this connection already.
+            if isClosed { return }
+        }
         isLingering = true
         lingerMilliseconds = lingerSeconds * 1000
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)

@@ -59,20 +59,40 @@ final class WriteBatch {
 
     /// Holds `bytes` for `connection` until the end of the turn.
     func add(_ bytes: UnsafeRawBufferPointer, for connection: TCPConnection) {
-        if bytes.count > storage.count - used || entryCount == maxEntries {
-            flush()
-            if bytes.count > storage.count { return connection.writeNow(bytes) }
+        let held = add(atMost: bytes.count, for: connection) { destination in
+            destination.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            return bytes.count
         }
-        (storage.baseAddress! + used).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-        connection.batchedBytes += bytes.count
+        if !held {
+            // Larger than the whole batch: after what is held, straight out.
+            flush()
+            connection.writeNow(bytes)
+        }
+    }
+
+    /// Holds for `connection` the bytes `fill` writes, at most `maximum` of them, straight into the
+    /// batch; `fill` returns how many it wrote. False, with nothing written, when `maximum` is more
+    /// than the whole batch.
+    @inline(__always)
+    func add(atMost maximum: Int, for connection: TCPConnection, _ fill: (UnsafeMutableRawPointer) -> Int) -> Bool {
+        guard maximum <= storage.count else { return false }
+        if maximum > storage.count - used || entryCount == maxEntries {
+            flush()
+            // The flush may have failed this connection's earlier bytes and closed it: an entry
+            // now would outlive it.
+            if connection.isClosed { return true }
+        }
+        let count = fill(storage.baseAddress! + used)
+        connection.batchedBytes += count
         // A connection's answers written one after another (pipelining) join one entry: one write.
         if entryCount > 0, entries[entryCount - 1].connection.toOpaque() == Unmanaged.passUnretained(connection).toOpaque() {
-            entries[entryCount - 1].count += bytes.count
-        } else {
-            (entries + entryCount).initialize(to: Entry(connection: .passUnretained(connection), start: used, count: bytes.count))
+            entries[entryCount - 1].count += count
+        } else if count > 0 {
+            (entries + entryCount).initialize(to: Entry(connection: .passUnretained(connection), start: used, count: count))
             entryCount += 1
         }
-        used += bytes.count
+        used += count
+        return true
     }
 
     /// Hands every held byte to its connection's socket, in the order written.

@@ -181,9 +181,17 @@ public final class HTTPServer {
 
     func write(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, to tcp: TCPConnection) {
         date.withLine(at: Int(time(nil))) { line in
-            encoder.encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: line)
+            // Straight into the loop's write batch: no copy on the way.
+            let maximum = HTTPResponseEncoder.maximumSize(of: response, isHead: isHead, date: line)
+            let written = tcp.write(atMost: maximum) { destination in
+                HTTPResponseEncoder.encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: line, into: destination)
+            }
+            if !written {
+                // Larger than the whole batch (a large state, say): through the server's own buffer.
+                encoder.encode(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, date: line)
+                tcp.write(encoder.bytes)
+            }
         }
-        tcp.write(encoder.bytes)
     }
 
     private func sweep() {
