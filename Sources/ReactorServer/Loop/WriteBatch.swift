@@ -32,6 +32,8 @@ final class WriteBatch {
     @exclusivity(unchecked) private var entryCount = 0
     /// A connection that fails mid-flush closes, and a close flushes: not again from inside this one.
     @exclusivity(unchecked) private var isFlushing = false
+    /// Its own handle rather than a `PrepareWatcher`: a watcher closes its handle when released,
+    /// which for the loop's own batch would come after the loop itself is freed.
     private let handle: UnsafeMutablePointer<uv_prepare_t>
 
     /// Started before any other prepare handle of the loop, so it runs after them all (libuv runs
