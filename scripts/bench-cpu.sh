@@ -18,9 +18,10 @@ CONNECTIONS=${CONNECTIONS:-50}
 PORT=${PORT:-18301}
 [ "${BUILD:-0}" = 1 ] && swift build -c release --product reactord
 [ $# -gt 0 ] || set -- reactord=.build/release/reactord nginx=nginx
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 for tool in wrk:wrk nginx:nginx-light taskset:util-linux; do
     command -v "${tool%%:*}" >/dev/null || {
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool##*:}" >/dev/null
+        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${tool##*:}" >/dev/null
     }
 done
 

@@ -36,8 +36,9 @@ command -v systemd-analyze >/dev/null || apt_install systemd
 # that Debian's node-llhttp ships into $PREFIX, under the names upstream's install uses.
 # -msse4.2 where the CPU has it: llparse's generated parser then skips the bytes of header names,
 # values and the target 16 at a time (SSE4.2 string compares) instead of one per turn of its state
-# machine. The flags are written into the .pc file, and a library built here with other flags is
-# built again.
+# machine. The flags are written into the .pc file, and a library in $PREFIX without that line
+# (built here earlier with other flags, or installed there by hand) is built again; a distribution's
+# libllhttp-dev is left alone.
 llhttp_cflags="-O3 -fPIC"
 if grep -qw sse4_2 /proc/cpuinfo 2>/dev/null; then llhttp_cflags="$llhttp_cflags -msse4.2"; fi
 llhttp_mark="# built from node-llhttp's sources by Reactor's scripts/setup.sh: cc $llhttp_cflags"

@@ -119,6 +119,13 @@ public final class TCPConnection {
     /// Bytes held for this connection in the loop's `WriteBatch`.
     @exclusivity(unchecked) var batchedBytes = 0
 
+    /// Flushes the loop's batch if it holds bytes of this connection; false when one of its writes
+    /// failed there, which closed the connection already.
+    private func sendBatchedBytes() -> Bool {
+        if batchedBytes > 0 { loop.writeBatch.flush() }
+        return !isClosed
+    }
+
     /// Hands `bytes` to the socket now: without copying them when the kernel takes them at once.
     func writeNow(_ bytes: UnsafeRawBufferPointer) {
         guard !isClosed, !isLingering else { return }
@@ -145,12 +152,7 @@ public final class TCPConnection {
     /// bytes still in the loop's batch are offered to the socket first, as if written at once.
     /// Safe to call more than once.
     public func close() {
-        guard !isClosed else { return }
-        if batchedBytes > 0 {
-            loop.writeBatch.flush()
-            // A write that failed there has closed this connection already.
-            if isClosed { return }
-        }
+        guard !isClosed, sendBatchedBytes() else { return }
         isClosed = true
         if let lingerTimer {
             uv_close(UnsafeMutableRawPointer(lingerTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
@@ -172,13 +174,8 @@ public final class TCPConnection {
     /// still sends is read and dropped until it closes too (or `lingerSeconds` pass). Closing with
     /// unread input would make the kernel reset the connection, and the peer could lose the response.
     public func closeAfterWriting(lingerSeconds: UInt64 = 2) {
-        guard !isClosed, !isLingering else { return }
-        if batchedBytes > 0 {
-            // The shutdown waits for libuv's queued writes, not for the batch: hand it over first.
-            loop.writeBatch.flush()
-            // A write that failed there has closed this connection already.
-            if isClosed { return }
-        }
+        // The shutdown waits for libuv's queued writes, not for the batch: the batch goes first.
+        guard !isClosed, !isLingering, sendBatchedBytes() else { return }
         isLingering = true
         lingerMilliseconds = lingerSeconds * 1000
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)

@@ -7,9 +7,10 @@ import CUV
 /// virtual machine the interrupt behind it, costs more than the write itself. Answers written one by
 /// one as requests are handled spread over the whole turn, so a client that keeps up is asleep again
 /// before each next one and is woken for every answer. Written back to back once the turn's reads
-/// are handled, they find it awake far more often (docs/performance.md: about 1 µs less system time
-/// per POST /events), and a pipelining client's answers leave in one write. (Redis writes its
-/// replies the same way, just before it sleeps.)
+/// are handled, they should find it awake more often: measured, about 1 µs less system time per
+/// POST /events (docs/performance.md; the wake-ups are the likely reason, not counted). And a
+/// pipelining client's answers leave in one write. (Redis writes its replies the same way, just
+/// before it sleeps.)
 ///
 /// One buffer per loop, filled in order: a connection's bytes leave in the order it wrote them, and
 /// before anything it writes after a flush. It never grows: a write that does not fit flushes what
