@@ -18,11 +18,12 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
     ],
     targets: [
-        // The C seam: libuv (event loop), llhttp (HTTP parser) and OpenSSL's libcrypto (SHA-1, HMAC).
+        // The C seam: libuv (event loop), llhttp (HTTP parser), OpenSSL's libcrypto (SHA-1, HMAC) and
+        // hiredis with its libuv adapter (a cluster's shared log in Redis).
         .systemLibrary(
             name: "CUV",
             pkgConfig: "libllhttp",
-            providers: [.apt(["libuv1-dev", "libssl-dev", "pkg-config"])]
+            providers: [.apt(["libuv1-dev", "libssl-dev", "libhiredis-dev", "pkg-config"])]
         ),
         // Pure Swift: knows nothing of sockets, libuv or HTTP.
         .target(name: "Reactor"),

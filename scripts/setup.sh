@@ -21,7 +21,9 @@ apt_install() {
     fi
 }
 
-apt_install pkg-config libuv1-dev libssl-dev curl
+apt_install pkg-config libuv1-dev libssl-dev libhiredis-dev curl
+# A cluster's shared log: the tests start their own redis-server on a loopback port.
+apt_install redis-server
 command -v python3 >/dev/null || apt_install python3
 command -v node >/dev/null || apt_install nodejs
 # The dashboard's browser tests (Tests/e2e/test_dashboard.py): headless Chromium and its WebDriver,

@@ -27,6 +27,9 @@ public final class Core<StateType: State>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var observers: [Observer] = []
     @exclusivity(unchecked) @usableFromInline var pending = JobQueue<Job>()
     @exclusivity(unchecked) @usableFromInline var draining = false
+    /// What was removed on the executor while a job ran (see `removeNow`): skipped by the job's
+    /// loops from then on, and dropped from the arrays when the job ends.
+    @exclusivity(unchecked) @usableFromInline var removedDuringJob: [Observer.Key] = []
 
     /// Jobs handed to the executor but not yet run. While any is in transit, jobs fired on the executor
     /// queue up behind them, which keeps one total order across all threads.
@@ -104,15 +107,34 @@ public final class Core<StateType: State>: @unchecked Sendable {
     /// costs no completion closure and no job.
     @inlinable
     public func fireIfIdle(event: Event, origin: (any Sendable)?) -> Result<UInt64, any Error>? {
+        applyIfIdle(event, origin: origin, intercepted: true)
+    }
+
+    /// Applies `event`, which was decided elsewhere, at once, on the same terms as `fireIfIdle`: for
+    /// a replica of a log several cores share, where another core admitted it. No interceptor sees
+    /// it, since it is no longer this core's to refuse; middleware and observers see it as any other.
+    /// The state may still throw: then the replicas have diverged, and the caller must stop.
+    public func applyIfIdle(decided event: Event) -> Result<UInt64, any Error>? {
+        applyIfIdle(event, origin: nil, intercepted: false)
+    }
+
+    /// Whether a job submitted now from the executor would run at once (nothing queued or running).
+    public var isIdle: Bool {
+        executor.isCurrent && !draining && pending.isEmpty && inTransit.load(ordering: .acquiring) == 0
+    }
+
+    @inlinable
+    func applyIfIdle(_ event: Event, origin: (any Sendable)?, intercepted: Bool) -> Result<UInt64, any Error>? {
         guard executor.isCurrent, !draining, pending.isEmpty, inTransit.load(ordering: .acquiring) == 0 else { return nil }
         draining = true
         let result: Result<UInt64, any Error>
         do {
-            publishApplied(event, state: try admit(event, origin: origin))
+            publishApplied(event, state: try admit(event, origin: origin, intercepted: intercepted))
             result = .success(currentVersion)
         } catch {
             result = .failure(error)
         }
+        if !removedDuringJob.isEmpty { dropRemovedDuringJob() }
         // What middleware and observers fired meanwhile runs now, as it would after a queued job.
         if !pending.isEmpty { runPending() }
         draining = false
@@ -196,10 +218,18 @@ public final class Core<StateType: State>: @unchecked Sendable {
         subscribe(subscriber, queue: queue, select: selector, isRepeat: { $0 == $1 })
     }
 
-    /// Stops notifying `subscriber`, from its turn in the job queue on. Safe from anywhere,
-    /// the subscriber's own `update` and middleware included.
+    /// Stops notifying `subscriber`. Safe from anywhere. On the executor (a command, a middleware,
+    /// an interceptor, a subscriber's `update`) it takes effect before it returns: the subscriber
+    /// gets nothing more, not even the states of events queued earlier, nor those already sent to
+    /// its own queue. From a subscriber's `update` on its own queue, it gets nothing more either.
+    /// Anywhere else it takes effect at its turn in the job queue, like any other job.
     public func remove(subscriber: AnyObject) {
         let key = Observer.Key.subscriber(ObjectIdentifier(subscriber))
+        if executor.isCurrent {
+            removeNow(key)
+            return
+        }
+        SubscriberDelivery.current?.cancel(ifDeliveringTo: subscriber)
         submit(.perform { [self] in removeObserver(key) })
     }
 
@@ -216,7 +246,8 @@ public final class Core<StateType: State>: @unchecked Sendable {
             // A subscriber that went away may have left its address to this one: only a live entry counts.
             observers.removeAll { $0.key == key && !$0.isLive() }
             guard !observers.contains(where: { $0.key == key }) else { return }
-            addObserver(Observer(key: key, isLive: { subscription.isLive }, notify: subscription.deliver))
+            addObserver(Observer(key: key, isLive: { subscription.isLive },
+                                 cancelDeliveries: queue == nil ? nil : { subscription.cancel() }, notify: subscription.deliver))
         })
     }
 
@@ -238,13 +269,50 @@ public final class Core<StateType: State>: @unchecked Sendable {
         return registration
     }
 
-    /// Removes a middleware, interceptor, feedback or state stream, from its turn in the job queue on.
+    /// Removes a middleware, interceptor, feedback or state stream: before it returns when called
+    /// on the executor (it sees nothing more, not even events queued earlier), and at its turn in the
+    /// job queue when called anywhere else.
     public func remove(_ registration: Registration) {
-        submit(.perform { [self] in
+        if executor.isCurrent {
+            removeNow(.registration(registration))
+            return
+        }
+        submit(.perform { [self] in drop(.registration(registration)) })
+    }
+
+    /// Removal on the executor. Between jobs the entry goes at once. During a job, whose loops over
+    /// the middlewares, interceptors and observers may be running (the removed one among them,
+    /// called unretained), it is marked instead: the loops skip it from then on, and it is dropped
+    /// when the job ends.
+    func removeNow(_ key: Observer.Key) {
+        for observer in observers where observer.key == key { observer.cancelDeliveries?() }
+        if draining {
+            removedDuringJob.append(key)
+        } else {
+            drop(key)
+        }
+    }
+
+    /// Takes what `key` names out of the middlewares, interceptors or observers.
+    func drop(_ key: Observer.Key) {
+        if case .registration(let registration) = key {
             middlewares.removeAll { $0.registration == registration }
             interceptors.removeAll { $0.registration == registration }
-            removeObserver(.registration(registration))
-        })
+        }
+        removeObserver(key)
+    }
+
+    /// Whether `key` was removed during the running job (`removeNow`). Empty nearly always.
+    @inlinable
+    func wasRemovedDuringJob(_ key: Observer.Key) -> Bool {
+        !removedDuringJob.isEmpty && removedDuringJob.contains(key)
+    }
+
+    @usableFromInline @inline(never)
+    func dropRemovedDuringJob() {
+        let removed = removedDuringJob
+        removedDuringJob = []
+        for key in removed { drop(key) }
     }
 
     // MARK: Observers (the machinery under subscribers, feedbacks, waits and streams)
@@ -323,25 +391,24 @@ public final class Core<StateType: State>: @unchecked Sendable {
         case .perform(let body):
             body()
         case .event(let event, let origin, let completion):
-            let state: StateType
             do {
-                state = try admit(event, origin: origin)
+                let state = try admit(event, origin: origin)
+                publishApplied(event, state: state)
+                completion?(.success(currentVersion))
             } catch {
                 completion?(.failure(error))
-                return
             }
-            publishApplied(event, state: state)
-            completion?(.success(currentVersion))
         }
+        if !removedDuringJob.isEmpty { dropRemovedDuringJob() }
     }
 
     /// Runs the interceptors, then applies `event` to the current state and returns the new state;
     /// throws, with the state unchanged, if either rejects it.
     @inlinable
-    func admit(_ event: Event, origin: (any Sendable)?) throws -> StateType {
-        if !interceptors.isEmpty {
+    func admit(_ event: Event, origin: (any Sendable)?, intercepted: Bool = true) throws -> StateType {
+        if intercepted && !interceptors.isEmpty {
             let state = current
-            for interceptor in interceptors {
+            for interceptor in interceptors where !wasRemovedDuringJob(.registration(interceptor.registration)) {
                 try interceptor.item.intercept(event: event, state: state, origin: origin)
             }
         }
@@ -367,7 +434,9 @@ public final class Core<StateType: State>: @unchecked Sendable {
         var index = 0
         while index < middlewares.count {
             Unmanaged.passUnretained(middlewares[index])._withUnsafeGuaranteedRef {
-                $0.item.process(event: event, state: state, version: currentVersion)
+                if !wasRemovedDuringJob(.registration($0.registration)) {
+                    $0.item.process(event: event, state: state, version: currentVersion)
+                }
             }
             index += 1
         }
@@ -418,7 +487,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
     func notifyObservers(of state: StateType) {
         var index = 0
         while index < observers.count {
-            if observers[index].notify(state, currentVersion) {
+            if wasRemovedDuringJob(observers[index].key) || observers[index].notify(state, currentVersion) {
                 index += 1
             } else {
                 observers.remove(at: index).onRemove?()
@@ -438,14 +507,19 @@ public final class Core<StateType: State>: @unchecked Sendable {
         @usableFromInline let key: Key
         @usableFromInline var isLive: () -> Bool = { true }
         @usableFromInline var onRemove: (() -> Void)? = nil
+        /// For a subscriber on its own queue: drops what was sent there and has not run yet
+        /// (a removal on the executor takes effect at once).
+        @usableFromInline var cancelDeliveries: (() -> Void)? = nil
         /// Returns false when the observer is done and should be dropped.
         @usableFromInline let notify: (StateType, UInt64) -> Bool
 
         @usableFromInline
-        init(key: Key, isLive: @escaping () -> Bool = { true }, onRemove: (() -> Void)? = nil, notify: @escaping (StateType, UInt64) -> Bool) {
+        init(key: Key, isLive: @escaping () -> Bool = { true }, onRemove: (() -> Void)? = nil, cancelDeliveries: (() -> Void)? = nil,
+             notify: @escaping (StateType, UInt64) -> Bool) {
             self.key = key
             self.isLive = isLive
             self.onRemove = onRemove
+            self.cancelDeliveries = cancelDeliveries
             self.notify = notify
         }
     }

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Receives the current state when it subscribes, then every later state, in order.
 /// A core holds its subscribers weakly: a subscriber that goes away is dropped.
@@ -27,6 +28,9 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
     @usableFromInline let select: (StateType) -> Selected
     @usableFromInline let isRepeat: ((Selected, Selected) -> Bool)?
     @usableFromInline var last: Selected?
+    /// Set by a removal that takes effect at once: what was sent to `queue` and has not run is dropped.
+    @usableFromInline let cancelled = Atomic<Bool>(false)
+    @usableFromInline let subscriberID: ObjectIdentifier
 
     @inlinable
     init(
@@ -39,6 +43,7 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
         self.queue = queue
         self.select = select
         self.isRepeat = isRepeat
+        subscriberID = ObjectIdentifier(subscriber)
     }
 
     @inlinable var isLive: Bool { subscriber != nil }
@@ -57,11 +62,45 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
             subscriber.update(with: value, version: version)
             return true
         }
-        guard isLive else { return false }
-        let box = UncheckedValue(value)
-        queue.async { self.subscriber?.update(with: box.value, version: version) }
+        guard isLive, !cancelled.load(ordering: .relaxed) else { return false }
+        send(UncheckedValue(value), version: version, on: queue)
         return true
     }
+
+    /// Calls the subscriber on its queue, unless it was removed meanwhile; while it runs, a removal
+    /// of the subscriber from inside `update` takes effect at once (`SubscriberDelivery`).
+    @usableFromInline
+    func send(_ box: UncheckedValue<Selected>, version: UInt64, on queue: DispatchQueue) {
+        queue.async {
+            guard !self.cancelled.load(ordering: .acquiring), let subscriber = self.subscriber else { return }
+            SubscriberDelivery.$current.withValue(self) {
+                subscriber.update(with: box.value, version: version)
+            }
+        }
+    }
+
+    @usableFromInline
+    func cancel() {
+        cancelled.store(true, ordering: .releasing)
+    }
+}
+
+extension Subscription: CancellableDelivery {
+    func cancel(ifDeliveringTo subscriber: AnyObject) {
+        if ObjectIdentifier(subscriber) == subscriberID { cancel() }
+    }
+}
+
+/// A delivery running on a subscriber's own queue, which the subscriber may end from inside it.
+protocol CancellableDelivery: AnyObject, Sendable {
+    func cancel(ifDeliveringTo subscriber: AnyObject)
+}
+
+/// The delivery whose `update` runs on this thread, while one runs on a subscriber's own queue:
+/// `Core.remove(subscriber:)` called from there stops the deliveries already sent to that queue.
+/// (A task-local value outside a task is bound to the thread for the duration of `withValue`.)
+enum SubscriberDelivery {
+    @TaskLocal static var current: (any CancellableDelivery)?
 }
 
 /// Carries a selected value to a subscriber's queue.

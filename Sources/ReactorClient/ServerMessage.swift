@@ -22,7 +22,7 @@ enum ServerMessage: Equatable {
     init(text: String) throws(Unreadable) {
         let message: JSON
         do {
-            message = try JSON(parsing: text)
+            message = try JSONParser.carrier.parse(text)
         } catch {
             throw Unreadable(description: "a message that is not JSON (\(error)): \(text.prefix(200))")
         }

@@ -45,7 +45,8 @@ extension JSONParser {
             base: base.assumingMemoryBound(to: UInt8.self),
             count: bytes.count,
             maxDepth: maxDepth,
-            rejectsDuplicateKeys: false)
+            rejectsDuplicateKeys: false,
+            approximatesBigIntegers: integersBeyond64Bits == .approximate)
         return try reader.readMembers(body)
     }
 }
@@ -59,7 +60,7 @@ extension JSONByteReader {
         skipWhitespace()
         guard position < count, base[position] == ASCII.openBrace else { return .notAnObject }
         if maxDepth < 1 {
-            throw error("nesting depth exceeds the maximum of \(maxDepth)", at: position)
+            throw error(.tooDeep, "nesting depth exceeds the maximum of \(maxDepth)", at: position)
         }
         position += 1  // '{'
         skipWhitespace()

@@ -3,7 +3,8 @@
 /// Strict means: no trailing commas, no leading zeros, no comments, no byte
 /// order mark, no unescaped control characters in strings, no invalid UTF-8,
 /// no unpaired surrogate escapes, nothing but whitespace after the value, and
-/// no number so large that it would become infinity.
+/// no number so large that it would become infinity, and no integer outside the 64-bit range
+/// unless `integersBeyond64Bits` says to approximate it.
 public struct JSONParser: Sendable {
     /// What to do when an object repeats a key. RFC 8259 leaves it open.
     public enum DuplicateKeyPolicy: Sendable, Hashable {
@@ -19,9 +20,20 @@ public struct JSONParser: Sendable {
     public var maxDepth: Int
     public var duplicateKeys: DuplicateKeyPolicy
 
-    public init(maxDepth: Int = 512, duplicateKeys: DuplicateKeyPolicy = .keepLast) {
+    /// What to do with an integer literal that does not fit 64 bits (`18446744073709551616`).
+    public enum BigIntegerPolicy: Sendable, Hashable {
+        /// The text is refused (`JSONParseError.Kind.integerOutOfRange`): integers stay exact.
+        case refuse
+        /// It becomes the nearest double, as JavaScript's `JSON.parse` makes it.
+        case approximate
+    }
+
+    public var integersBeyond64Bits: BigIntegerPolicy
+
+    public init(maxDepth: Int = JSON.maximumDepth, duplicateKeys: DuplicateKeyPolicy = .keepLast, integersBeyond64Bits: BigIntegerPolicy = .refuse) {
         self.maxDepth = maxDepth
         self.duplicateKeys = duplicateKeys
+        self.integersBeyond64Bits = integersBeyond64Bits
     }
 
     public func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON {
@@ -34,7 +46,8 @@ public struct JSONParser: Sendable {
             base: base.assumingMemoryBound(to: UInt8.self),
             count: bytes.count,
             maxDepth: maxDepth,
-            rejectsDuplicateKeys: duplicateKeys == .reject)
+            rejectsDuplicateKeys: duplicateKeys == .reject,
+            approximatesBigIntegers: integersBeyond64Bits == .approximate)
         return try reader.parseDocument()
     }
 
@@ -107,16 +120,18 @@ struct JSONByteReader {
     let count: Int
     let maxDepth: Int
     let rejectsDuplicateKeys: Bool
+    let approximatesBigIntegers: Bool
     var position = 0
     /// Reused buffer for strings containing escapes, so decoding them costs
     /// one String creation rather than one append per character.
     var scratch: [UInt8] = []
 
-    init(base: UnsafePointer<UInt8>, count: Int, maxDepth: Int, rejectsDuplicateKeys: Bool) {
+    init(base: UnsafePointer<UInt8>, count: Int, maxDepth: Int, rejectsDuplicateKeys: Bool, approximatesBigIntegers: Bool) {
         self.base = base
         self.count = count
         self.maxDepth = maxDepth
         self.rejectsDuplicateKeys = rejectsDuplicateKeys
+        self.approximatesBigIntegers = approximatesBigIntegers
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSON {
@@ -163,7 +178,7 @@ struct JSONByteReader {
 
     mutating func parseObject(depth: Int) throws(JSONParseError) -> JSON {
         if depth > maxDepth {
-            throw error("nesting depth exceeds the maximum of \(maxDepth)", at: position)
+            throw error(.tooDeep, "nesting depth exceeds the maximum of \(maxDepth)", at: position)
         }
         position += 1  // '{'
         skipWhitespace()
@@ -233,7 +248,7 @@ struct JSONByteReader {
 
     mutating func parseArray(depth: Int) throws(JSONParseError) -> JSON {
         if depth > maxDepth {
-            throw error("nesting depth exceeds the maximum of \(maxDepth)", at: position)
+            throw error(.tooDeep, "nesting depth exceeds the maximum of \(maxDepth)", at: position)
         }
         position += 1  // '['
         skipWhitespace()
@@ -311,12 +326,21 @@ struct JSONByteReader {
             if let value = integerValue(digitsStart: digitsStart, digitsEnd: digitsEnd, negative: negative) {
                 return .integer(value)
             }
+            if !approximatesBigIntegers {
+                let digits = position - start <= 40 ? "the integer " + text(from: start) : "an integer of \(digitsEnd - digitsStart) digits"
+                throw error(.integerOutOfRange, "\(digits) does not fit 64 bits (integers are kept exact from -9223372036854775808 to 9223372036854775807); send it as a string, or with a fraction or exponent for a double", at: start)
+            }
         }
-        let text = String(decoding: UnsafeBufferPointer(start: base + start, count: position - start), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else {
-            throw error("number \(text) is out of range", at: start)
+        let literal = text(from: start)
+        guard let value = Double(literal), value.isFinite else {
+            throw error("number \(literal) is out of range", at: start)
         }
         return .number(value)
+    }
+
+    /// The input from `start` to the current position.
+    func text(from start: Int) -> String {
+        String(decoding: UnsafeBufferPointer(start: base + start, count: position - start), as: UTF8.self)
     }
 
     /// The digits as an Int64, or nil when they overflow it. Accumulating
@@ -592,6 +616,10 @@ struct JSONByteReader {
     /// Line and column are computed only here, on failure, so the hot path
     /// never tracks them.
     func error(_ message: String, at offset: Int) -> JSONParseError {
+        error(.syntax, message, at: offset)
+    }
+
+    func error(_ kind: JSONParseError.Kind, _ message: String, at offset: Int) -> JSONParseError {
         var line = 1
         var column = 1
         var index = 0
@@ -606,7 +634,7 @@ struct JSONByteReader {
             }
             index += 1
         }
-        return JSONParseError(message: message, offset: offset, line: line, column: column)
+        return JSONParseError(kind: kind, message: message, offset: offset, line: line, column: column)
     }
 
     func describeByte(at offset: Int) -> String {

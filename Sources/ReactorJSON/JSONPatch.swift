@@ -65,10 +65,12 @@ public enum JSONPatch {
         }
         switch operation {
         case .add(let path, let value):
+            try checkDepth(of: value, at: path)
             log(try document.patchAdd(value, at: path))
         case .remove(let path):
             log(try document.patchRemove(at: path, role: "path").undo)
         case .replace(let path, let value):
+            try checkDepth(of: value, at: path)
             log(try document.patchReplace(at: path, with: value))
         case .move(let from, let path):
             if from.isProperPrefix(of: path) {
@@ -84,9 +86,11 @@ public enum JSONPatch {
             let (value, undoRemove) = try document.patchRemove(at: from, role: "from")
             // Logged even for the last operation: the add may still fail.
             undoLog.append(undoRemove)
+            try checkDepth(of: value, movedFrom: from, to: path)
             log(try document.patchAdd(value, at: path))
         case .copy(let from, let path):
             let value = try document.patchValue(at: from, role: "from")
+            try checkDepth(of: value, movedFrom: from, to: path)
             log(try document.patchAdd(value, at: path))
         case .test(let path, let expected):
             let actual = try document.patchValue(at: path, role: "path")
@@ -96,6 +100,24 @@ public enum JSONPatch {
                     reason: "test failed at \(path.debugText): expected \(expected.abbreviatedJSON), found \(actual.abbreviatedJSON)")
             }
         }
+    }
+}
+
+extension JSONPatch {
+    /// Refuses to put `value` at `path` when the document would then nest deeper than
+    /// `JSON.maximumDepth`: what cannot be parsed back must not be made.
+    private static func checkDepth(of value: JSON, at path: JSONPointer) throws(JSONPatchError) {
+        let room = JSON.maximumDepth - path.tokens.count
+        guard room < 0 || value.nestingDepth(upTo: room) > room else { return }
+        throw JSONPatchError(
+            kind: .tooDeep,
+            reason: "the document would nest more than \(JSON.maximumDepth) levels deep, the most it may: \(path.tokens.count) levels of path and a value nesting \(value.nestingDepth(upTo: JSON.maximumDepth)) more")
+    }
+
+    /// `checkDepth(of:at:)` for a value taken from `from`: one that goes no deeper than it was
+    /// leaves the document as deep as it was, and is not walked.
+    private static func checkDepth(of value: JSON, movedFrom from: JSONPointer, to path: JSONPointer) throws(JSONPatchError) {
+        if path.tokens.count > from.tokens.count { try checkDepth(of: value, at: path) }
     }
 }
 

@@ -17,6 +17,8 @@ public struct JSONPatchError: Error, Sendable, Hashable, CustomStringConvertible
         case moveIntoOwnChild
         /// A "remove" of the whole document, which RFC 6902 does not define.
         case cannotRemoveRoot
+        /// The document would nest deeper than `JSON.maximumDepth`.
+        case tooDeep
     }
 
     public var kind: Kind

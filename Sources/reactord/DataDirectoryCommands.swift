@@ -6,7 +6,7 @@ import ReactorServer
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Verifies a data directory (checksums, contiguous versions) without changing it.",
-        discussion: "Exits 0 when the directory is sound (a torn final record, which start-up cuts off, is reported), 1 when it is damaged."
+        discussion: "Exits 0 when the directory is sound (a torn final record, which start-up cuts off, is reported), 1 when it is damaged or holds a state beyond reactord's limits (then `reactord repair` brings it back)."
     )
 
     @Option(help: "The data directory.")
@@ -17,7 +17,11 @@ struct Check: ParsableCommand {
         do {
             report = try Storage.check(DataDirectory(path: dataDir), as: JSONDocument.self)
         } catch {
-            let verdict = error.kind == .damaged ? "is damaged" : "cannot be checked"
+            let verdict = switch error.kind {
+            case .damaged: "is damaged"
+            case .beyondLimits: "holds a state beyond reactord's limits"
+            default: "cannot be checked"
+            }
             FileHandle.standardError.write(Data("reactord check: \(dataDir) \(verdict): \(error)\n".utf8))
             throw ExitCode(1)
         }
@@ -42,6 +46,36 @@ struct Compact: ParsableCommand {
         } catch {
             throw CommandFailure("cannot compact \(dataDir): \(error)")
         }
+    }
+}
+
+/// `reactord repair`: a directory whose state nests deeper than reactord keeps, brought within it.
+struct Repair: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Brings a data directory whose state nests deeper than \(JSON.maximumDepth) levels back within that limit. Not while reactord runs on the directory.",
+        discussion: "Such a directory was written before the limit was enforced, and reactord refuses to start on it. Every event is replayed as it was first applied; then each array or object that would nest deeper is replaced by a string holding its JSON text (nothing is lost) and the result is written as a snapshot of the last version. A directory within the limit is left as it is."
+    )
+
+    @Option(help: "The data directory.")
+    var dataDir: String
+
+    func run() throws {
+        let report: DocumentDepthRepair.Report
+        do {
+            report = try DocumentDepthRepair.repair(DataDirectory(path: dataDir))
+        } catch {
+            throw CommandFailure("cannot repair \(dataDir): \(error)")
+        }
+        guard !report.folded.isEmpty else {
+            print("nothing to repair: the state at version \(report.version) nests no deeper than \(JSON.maximumDepth) levels")
+            return
+        }
+        print("repaired: snapshot at version \(report.version); \(report.folded.count) value(s) nested deeper than \(JSON.maximumDepth) levels are now strings holding their JSON text:")
+        for pointer in report.folded.prefix(20) {
+            let text = pointer.string
+            print("  " + (text.count > 200 ? String(text.prefix(200)) + "…" : text))
+        }
+        if report.folded.count > 20 { print("  … and \(report.folded.count - 20) more") }
     }
 }
 

@@ -8,7 +8,7 @@ struct Reactord: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reactord",
         abstract: "Serves one shared state: events in over HTTP, state out.",
-        subcommands: [Serve.self, Check.self, Compact.self, Export.self, Import.self, Config.self],
+        subcommands: [Serve.self, Check.self, Compact.self, Repair.self, Export.self, Import.self, Config.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -101,6 +101,18 @@ struct Serve: ParsableCommand {
     @Option(help: "Where the dashboard and docs/openapi.yaml are (default: the installation's share/reactord, or the source tree).")
     var shareDir: String?
 
+    @Option(help: "Join a cluster whose shared log is in this Redis, redis://HOST:PORT: every node of the cluster serves one state (docs/cluster.md). Not with --data-dir.")
+    var redis: String?
+
+    @Option(help: "The cluster's name: its keys in Redis are reactor:{NAME}:... (default reactor).")
+    var redisKey: String?
+
+    @Option(help: "This node's name in the cluster (default: host name and process id).")
+    var nodeName: String?
+
+    @Option(help: "Seconds Redis may take to answer before this node counts it unreachable (default 2).")
+    var redisTimeout: Double?
+
     @Option(help: "Events per second each token may fire, unless its config entry says otherwise (default: no limit).")
     var eventRateLimit: Double?
 
@@ -152,6 +164,10 @@ struct Serve: ParsableCommand {
         settings.eventRateLimit = eventRateLimit
         settings.eventRateBurst = eventRateBurst
         settings.maxConnectionRate = maxConnectionRate
+        settings.redis = redis
+        settings.redisKey = redisKey
+        settings.nodeName = nodeName
+        settings.redisTimeout = redisTimeout
         return settings
     }
 
@@ -180,7 +196,23 @@ struct Serve: ParsableCommand {
             logger.warning("the dashboard is not installed: / and /openapi.json are not served (see --share-dir)")
         }
         let server: StateServer<JSONDocument>
-        if let (directory, options, storage) = try storage(settings) {
+        let cluster: RedisStreamLog.Options?
+        do { cluster = try settings.cluster() } catch { throw ValidationError(error.description) }
+        if let cluster {
+            let joined: ClusterBootstrap.Joined<JSONDocument>
+            do {
+                joined = try ClusterBootstrap.join(cluster, initialState: document, logger: logger)
+            } catch {
+                throw CommandFailure("cannot join the cluster \(cluster.cluster) at redis://\(cluster.host):\(cluster.port): \(error)")
+            }
+            let log = RedisStreamLog(loop: daemon.loop, options: cluster, epoch: joined.epoch, version: joined.version,
+                                     snapshotVersion: joined.snapshotVersion, logger: logger)
+            let storage: StorageConfiguration
+            do { storage = try settings.snapshotIntervals() } catch { throw ValidationError(error.description) }
+            server = StateServer.document(loop: daemon.loop, state: joined.state, version: joined.version, configuration: configuration,
+                                          log: log, storage: storage, files: files, logger: logger)
+            log.start()
+        } else if let (directory, options, storage) = try storage(settings) {
             let opened: (log: FileEventLog, state: JSONDocument, version: UInt64)
             do {
                 opened = try StateServer.openStorage(DataDirectory(path: directory), initialState: document, loop: daemon.loop, options: options, logger: logger)

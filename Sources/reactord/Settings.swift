@@ -32,6 +32,10 @@ struct Settings {
     var eventRateLimit: Double?
     var eventRateBurst: Double?
     var maxConnectionRate: Double?
+    var redis: String?
+    var redisKey: String?
+    var nodeName: String?
+    var redisTimeout: Double?
 
     /// This layer over `lower`: every setting this layer has wins.
     func resolved(over lower: Settings) -> Settings {
@@ -62,7 +66,11 @@ struct Settings {
             segmentBytes: segmentBytes ?? lower.segmentBytes,
             eventRateLimit: eventRateLimit ?? lower.eventRateLimit,
             eventRateBurst: eventRateBurst ?? lower.eventRateBurst,
-            maxConnectionRate: maxConnectionRate ?? lower.maxConnectionRate
+            maxConnectionRate: maxConnectionRate ?? lower.maxConnectionRate,
+            redis: redis ?? lower.redis,
+            redisKey: redisKey ?? lower.redisKey,
+            nodeName: nodeName ?? lower.nodeName,
+            redisTimeout: redisTimeout ?? lower.redisTimeout
         )
     }
 
@@ -139,12 +147,19 @@ struct Settings {
     /// alone, and the data directory may come from a flag.
     func storage() throws(ConfigurationError) -> (directory: String, log: FileEventLog.Options, storage: StorageConfiguration)? {
         var log = FileEventLog.Options()
-        var storage = StorageConfiguration()
         if let fsync { log.fsync = fsync }
         if let segmentBytes {
             guard segmentBytes >= 4096 else { throw ConfigurationError("segment-bytes must be at least 4096") }
             log.segmentBytes = segmentBytes
         }
+        let storage = try snapshotIntervals()
+        guard let dataDir, !dataDir.isEmpty else { return nil }
+        return (dataDir, log, storage)
+    }
+
+    /// How often a snapshot is written, checked: by a journal, or by a cluster into Redis.
+    func snapshotIntervals() throws(ConfigurationError) -> StorageConfiguration {
+        var storage = StorageConfiguration()
         if let snapshotEvents {
             guard snapshotEvents > 0 else { throw ConfigurationError("snapshot-events must be positive") }
             storage.snapshotEvents = snapshotEvents
@@ -153,8 +168,37 @@ struct Settings {
             guard snapshotBytes > 0 else { throw ConfigurationError("snapshot-bytes must be positive") }
             storage.snapshotBytes = snapshotBytes
         }
-        guard let dataDir, !dataDir.isEmpty else { return nil }
-        return (dataDir, log, storage)
+        return storage
+    }
+
+    /// The cluster these settings join, checked; nil without `redis`.
+    func cluster() throws(ConfigurationError) -> RedisStreamLog.Options? {
+        guard let redis, !redis.isEmpty else { return nil }
+        if let dataDir, !dataDir.isEmpty {
+            throw ConfigurationError("--data-dir and --redis cannot be used together: a cluster node keeps its log in Redis (drop --data-dir)")
+        }
+        guard redis.hasPrefix("redis://") else { throw ConfigurationError("redis must be a URL redis://HOST:PORT, not \"\(redis)\"") }
+        let address = redis.dropFirst("redis://".count).prefix { $0 != "/" }
+        let host: Substring
+        var port: Int32 = 6379
+        if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
+            host = address[address.index(after: address.startIndex)..<close]
+            let rest = address[address.index(after: close)...]
+            if rest.hasPrefix(":") { guard let parsed = Int32(rest.dropFirst()) else { throw ConfigurationError("redis: bad port in \(redis)") }; port = parsed }
+        } else if let colon = address.lastIndex(of: ":") {
+            host = address[..<colon]
+            guard let parsed = Int32(address[address.index(after: colon)...]), parsed > 0 else { throw ConfigurationError("redis: bad port in \(redis)") }
+            port = parsed
+        } else {
+            host = address
+        }
+        guard !host.isEmpty else { throw ConfigurationError("redis: no host in \(redis)") }
+        let key = redisKey ?? "reactor"
+        guard !key.isEmpty, !key.contains("}") else { throw ConfigurationError("redis-key must be a non-empty name without '}'") }
+        let node = nodeName ?? ProcessInfo.processInfo.hostName + ":" + String(ProcessInfo.processInfo.processIdentifier)
+        let timeout = redisTimeout ?? 2
+        guard timeout > 0 else { throw ConfigurationError("redis-timeout must be positive") }
+        return RedisStreamLog.Options(host: String(host), port: port, cluster: key, node: node, timeoutMilliseconds: UInt64(timeout * 1_000))
     }
 
     static func isLoopback(_ host: String) -> Bool {
@@ -212,6 +256,10 @@ extension Settings {
         settings.eventRateLimit = try number("EVENT_RATE_LIMIT")
         settings.eventRateBurst = try number("EVENT_RATE_BURST")
         settings.maxConnectionRate = try number("MAX_CONNECTION_RATE")
+        settings.redis = value("REDIS")
+        settings.redisKey = value("REDIS_KEY")
+        settings.nodeName = value("NODE_NAME")
+        settings.redisTimeout = try number("REDIS_TIMEOUT")
         return settings
     }
 
@@ -220,7 +268,7 @@ extension Settings {
         "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes", "resumeWindow", "maxUnsentBytes",
         "slowConsumer", "pingInterval", "maxMessageBytes", "webSocketOrigins",
         "dataDir", "fsync", "snapshotEvents", "snapshotBytes", "segmentBytes",
-        "eventRateLimit", "eventRateBurst", "maxConnectionRate",
+        "eventRateLimit", "eventRateBurst", "maxConnectionRate", "redis", "redisKey", "nodeName", "redisTimeout",
     ]
 
     /// A JSON config file (docs/configuration.md). Returns the settings and the keys it did not know.
@@ -276,6 +324,10 @@ extension Settings {
             case "eventRateLimit": guard let number = value.doubleValue else { throw fail(key, "a number of events per second") }; settings.eventRateLimit = number
             case "eventRateBurst": guard let number = value.doubleValue else { throw fail(key, "a number of events") }; settings.eventRateBurst = number
             case "maxConnectionRate": guard let number = value.doubleValue else { throw fail(key, "a number of connections per second") }; settings.maxConnectionRate = number
+            case "redis": guard let text = value.stringValue else { throw fail(key, "a URL redis://HOST:PORT") }; settings.redis = text
+            case "redisKey": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.redisKey = text
+            case "nodeName": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.nodeName = text
+            case "redisTimeout": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.redisTimeout = number
             case "tokens":
                 guard let entries = value.arrayValue else { throw fail(key, "an array of {name, secret, scopes, eventTypes?}") }
                 settings.tokens = try entries.map { entry throws(ConfigurationError) in try token(from: entry, path: path) }

@@ -60,16 +60,28 @@ final class JSONParserTests: XCTestCase {
         }
     }
 
-    func testIntegersBeyondInt64BecomeDoubles() throws {
-        guard case .number(let above) = try JSON(parsing: "9223372036854775808") else {
+    func testIntegersBeyondInt64AreRefusedSoThatIntegersStayExact() {
+        for text in ["9223372036854775808", "-9223372036854775809", "18446744073709551616", "1" + String(repeating: "0", count: 100), "[1, 99999999999999999999]"] {
+            XCTAssertThrowsError(try JSON(parsing: text), text) { error in
+                XCTAssertEqual((error as? JSONParseError)?.kind, .integerOutOfRange, text)
+            }
+        }
+        // A fraction or an exponent makes a double, however large.
+        XCTAssertEqual(try JSON(parsing: "18446744073709551616.0"), .number(18_446_744_073_709_551_616.0))
+        XCTAssertEqual(try JSON(parsing: "1e100"), .number(1e100))
+    }
+
+    func testIntegersBeyondInt64BecomeDoublesWhenAskedTo() throws {
+        let parser = JSONParser(integersBeyond64Bits: .approximate)
+        guard case .number(let above) = try parser.parse("9223372036854775808") else {
             return XCTFail("expected a double")
         }
         XCTAssertEqual(above, 9_223_372_036_854_775_808.0)
-        guard case .number(let below) = try JSON(parsing: "-9223372036854775809") else {
+        guard case .number(let below) = try parser.parse("-9223372036854775809") else {
             return XCTFail("expected a double")
         }
         XCTAssertEqual(below, -9_223_372_036_854_775_809.0)
-        guard case .number(let huge) = try JSON(parsing: "1" + String(repeating: "0", count: 30)) else {
+        guard case .number(let huge) = try parser.parse("1" + String(repeating: "0", count: 30)) else {
             return XCTFail("expected a double")
         }
         XCTAssertEqual(huge, 1e30)

@@ -19,7 +19,7 @@ extension JSONDocument {
 enum DocumentEventReader {
     static func event(in body: UnsafeRawBufferPointer) -> DocumentEvent? {
         var members = Members()
-        guard let reading = try? JSONParser().forEachMember(in: body, { key, value in members.take(key, value) }),
+        guard let reading = try? JSONParser.carrier.forEachMember(in: body, { key, value in members.take(key, value) }),
               reading == .finished, let kind = members.kind else { return nil }
         return members.takeEvent(of: kind)
     }

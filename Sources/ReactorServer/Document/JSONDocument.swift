@@ -101,6 +101,7 @@ public struct JSONDocument: HostedState, Equatable {
     /// Applies `event`, or throws with the document exactly as it was (`.conflict` for a JSON Patch
     /// whose `test` failed, `.invalid` otherwise).
     public mutating func apply(_ event: DocumentEvent) throws(EventRejection) {
+        try event.checkDepth()
         let changes = try applyRecordingChanges(event)
         storage.lastChanges = changes
     }
@@ -110,7 +111,11 @@ extension EventRejection {
     /// A failed patch, naming the operation: "patch operation 1 (test): test failed at /a: ...".
     /// A failed `test` is a precondition that did not hold, hence a conflict (409), not a bad request.
     init(_ error: JSONPatchError, in operations: [JSONPatchOperation]) {
-        let kind: Kind = error.kind == .testFailed ? .conflict : .invalid
+        let kind: Kind = switch error.kind {
+        case .testFailed: .conflict
+        case .tooDeep: .tooDeep
+        default: .invalid
+        }
         if let index = error.index, operations.indices.contains(index) {
             self.init("patch operation \(index) (\(operations[index].name)): \(error.reason)", kind: kind)
         } else {

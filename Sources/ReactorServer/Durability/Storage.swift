@@ -112,7 +112,7 @@ public enum Storage {
         for (index, bytes) in lines.enumerated() where !bytes.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
             let lineNumber = index + 1
             let json: JSON
-            do { json = try JSON(parsing: bytes) } catch {
+            do { json = try JSONParser.carrier.parse(bytes) } catch {
                 throw EventLogError(.other, "line \(lineNumber): not JSON: \(error)")
             }
             guard case .integer(let signed)? = json["version"], signed >= 0 else {
@@ -138,7 +138,7 @@ public enum Storage {
             // The event's bytes as the export wrote them, when the line is in its form: the journal
             // then holds the events as they were recorded (as clients sent them, often), and
             // `/history` reads the same after a restore as before.
-            let payload = Self.exportedPayload(in: bytes, version: version).flatMap { try? JSON(parsing: $0) == event ? $0 : nil }
+            let payload = Self.exportedPayload(in: bytes, version: version).flatMap { try? JSONParser.carrier.parse($0) == event ? $0 : nil }
             let record = LogRecord(version: version, payload: payload ?? event.jsonBytes)
             do { try state!.replay(record) } catch {
                 throw EventLogError(.other, "line \(lineNumber): \(error.message)")
@@ -196,7 +196,7 @@ public enum Storage {
         try directory.writeAtomically(bytes, to: directory.snapshotPath(version: 0))
     }
 
-    private static func read(_ directory: DataDirectory, repair: Bool, restore: (LogRecord) throws -> Void, replay: (LogRecord) throws -> Void) throws(EventLogError) -> JournalRecovery.Report {
+    static func read(_ directory: DataDirectory, repair: Bool, restore: (LogRecord) throws -> Void, replay: (LogRecord) throws -> Void) throws(EventLogError) -> JournalRecovery.Report {
         do {
             return try JournalRecovery(directory: directory).read(repair: repair, restore: restore, replay: replay)
         } catch let error as EventLogError {
@@ -206,7 +206,7 @@ public enum Storage {
         }
     }
 
-    private static func requireExisting(_ directory: DataDirectory) throws(EventLogError) {
+    static func requireExisting(_ directory: DataDirectory) throws(EventLogError) {
         guard directory.isInitialized else {
             throw EventLogError(.other, "\(directory.path) is not a reactord data directory (no journal/ or snapshots/ in it)")
         }

@@ -1,6 +1,19 @@
 /// Byte-level helpers for the ASCII protocol elements of HTTP (names, tokens), which compare
 /// case-insensitively for letters only.
 enum HTTPASCII {
+    /// RFC 9110 §5.6.2 tchar: what methods and field names are made of.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            return true
+        default:
+            return false
+        }
+    }
+
     @inline(__always)
     static func lowercased(_ byte: UInt8) -> UInt8 {
         // Not `byte | 0x20`: that would also fold '^' into '~', which are distinct token bytes.

@@ -21,6 +21,8 @@ enum HTTPHeadFields {
         case bareCarriageReturn
         /// A line without a colon: llhttp would not have taken it, so this is never expected.
         case notAField
+        /// A line starting with its colon: a field needs a name.
+        case emptyName
     }
 
     /// What a head's fields say that the request keeps at hand.
@@ -28,18 +30,47 @@ enum HTTPHeadFields {
         var sawExpectContinue = false
         var hostCount = 0
         var contentTypeField = -1
+        /// A Host whose value is not a host (`HTTPHostSyntax`).
+        var invalidHost = false
+        /// Transfer codings before a final `chunked` (`gzip, chunked`, or `chunked` twice): llhttp
+        /// reads the body as chunked and ignores the rest, which must be refused rather than read
+        /// past (RFC 9112 §6.1: 501). A final coding other than chunked llhttp refuses itself (400).
+        var unsupportedTransferCoding: Bool { transferEncodings > 1 && lastCodingIsChunked }
+        private var transferEncodings = 0
+        private var lastCodingIsChunked = false
 
-        /// Notes what field number `index`, named `name`, says; `value` is read only for `Expect`.
+        /// Notes what field number `index`, named `name`, says; `value` is read only for `Host`,
+        /// `Expect` and `Transfer-Encoding`.
         @inline(__always)
         mutating func note(_ index: Int, name: UnsafeBufferPointer<UInt8>, value: () -> UnsafeBufferPointer<UInt8>) {
             switch HTTPHeaders.fact(ofFieldNamed: name) {
-            case .host?: hostCount += 1
+            case .host?:
+                hostCount += 1
+                if !HTTPHostSyntax.isValid(value()) { invalidHost = true }
             case .contentType? where contentTypeField < 0: contentTypeField = index
             default:
                 if name.count == 6 && HTTPASCII.isFieldName(name, "expect")
                     && HTTPASCII.caseInsensitiveEqual(value(), lowercase: "100-continue") {
                     sawExpectContinue = true
+                } else if name.count == 17 && HTTPASCII.isFieldName(name, "transfer-encoding") {
+                    noteTransferCodings(value())
                 }
+            }
+        }
+
+        /// Notes how many codings a Transfer-Encoding value lists (comma-separated, across fields) and
+        /// whether the last of them is `chunked`.
+        private mutating func noteTransferCodings(_ value: UnsafeBufferPointer<UInt8>) {
+            var index = 0
+            while index < value.count {
+                while index < value.count, value[index] == HTTPHeadFields.space || value[index] == HTTPHeadFields.tab || value[index] == UInt8(ascii: ",") { index += 1 }
+                guard index < value.count else { break }
+                let start = index
+                while index < value.count, value[index] != UInt8(ascii: ",") { index += 1 }
+                var end = index
+                while end > start, value[end - 1] == HTTPHeadFields.space || value[end - 1] == HTTPHeadFields.tab { end -= 1 }
+                transferEncodings += 1
+                lastCodingIsChunked = HTTPASCII.caseInsensitiveEqual(UnsafeBufferPointer(rebasing: value[start..<end]), lowercase: "chunked")
             }
         }
     }
@@ -90,6 +121,7 @@ enum HTTPHeadFields {
             // llhttp ends the name at the first colon, and checks it against the token set but
             // for spaces.
             let nameEnd = try colonEndingName(in: bytes, from: lineStart, count: count)
+            guard nameEnd > lineStart else { throw .emptyName }
             index = nameEnd + 1
             while index < count, bytes[index] == space || bytes[index] == tab { index += 1 }
             let valueStart = index

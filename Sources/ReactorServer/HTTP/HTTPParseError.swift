@@ -8,8 +8,12 @@ public enum HTTPParseError: Error, Hashable, Sendable {
     /// The declared or received body exceeds `HTTPLimits.maxBodyBytes`, or the chunked framing
     /// around it is out of all proportion to it.
     case bodyTooLarge
-    /// A method llhttp does not know.
+    /// A method token llhttp does not know.
     case unsupportedMethod
+    /// A Transfer-Encoding other than `chunked` alone (`gzip, chunked`): never read past.
+    case unsupportedTransferCoding
+    /// A TLS handshake where a request line should be: a client speaking HTTPS to the plain port.
+    case tlsOnPlainPort
     /// Anything but HTTP/1.0 and HTTP/1.1.
     case unsupportedVersion
     /// Syntax error. `name` is llhttp's errno name (e.g. `HPE_INVALID_HEADER_TOKEN`), `reason` its
@@ -21,7 +25,8 @@ public enum HTTPParseError: Error, Hashable, Sendable {
         switch self {
         case .headersTooLarge, .tooManyHeaders: 431
         case .bodyTooLarge: 413
-        case .unsupportedMethod: 501
+        case .unsupportedMethod, .unsupportedTransferCoding: 501
+        case .tlsOnPlainPort: 400
         case .unsupportedVersion: 505
         case .malformed: 400
         }

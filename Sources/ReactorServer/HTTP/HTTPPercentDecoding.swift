@@ -1,8 +1,24 @@
 /// Percent-decoding for the parts of a request-target (RFC 3986 §2.1).
 public enum HTTPPercentDecoding {
-    /// Decodes `%XX` escapes (and `+` as space for form-encoded queries). Malformed escapes are kept
-    /// literally rather than failing: a query value is data for the handler, not syntax for us.
-    /// Invalid UTF-8 after decoding becomes U+FFFD.
+    /// Whether every `%` in `target` starts a `%XX` escape (RFC 3986 §2.1). A request whose target
+    /// has another is refused when its head is read, so that `%2` and `%zz` are both a 400 rather
+    /// than text some handler takes literally.
+    static func escapesAreWellFormed(_ target: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        while index < target.count {
+            if target[index] == UInt8(ascii: "%") {
+                guard index + 2 < target.count, hexValue(target[index + 1]) != nil, hexValue(target[index + 2]) != nil else { return false }
+                index += 3
+            } else {
+                index += 1
+            }
+        }
+        return true
+    }
+
+    /// Decodes `%XX` escapes (and `+` as space for form-encoded queries). A malformed escape is kept
+    /// literally (a request's target has none: `escapesAreWellFormed`). Invalid UTF-8 after
+    /// decoding becomes U+FFFD.
     public static func decode(_ text: Substring, plusAsSpace: Bool) -> String {
         let utf8 = text.utf8
         guard utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) else {

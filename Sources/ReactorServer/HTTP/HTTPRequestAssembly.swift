@@ -132,9 +132,14 @@ struct HTTPRequestAssembly {
             switch error {
             case .tooManyFields: return .tooManyHeaders
             case .spaceInName, .notAField: return Self.invalidName
+            case .emptyName: return .malformed(name: "HPE_INVALID_HEADER_TOKEN", reason: "Empty header field name")
             case .bareCarriageReturn: return .malformed(name: "HPE_LF_EXPECTED", reason: "Expected LF after CR")
             }
         }
+        if facts.unsupportedTransferCoding { return .unsupportedTransferCoding }
+        let escapesWellFormed = bytes.withUnsafeBufferPointer { HTTPPercentDecoding.escapesAreWellFormed(UnsafeBufferPointer(rebasing: $0.prefix(targetEnd))) }
+        if !escapesWellFormed { return .malformed(name: "target", reason: "A percent sign in the target is not followed by two hex digits") }
+        if facts.invalidHost { return .malformed(name: "Host", reason: "The Host header is not a host with an optional port") }
         // Capped so that one unusually large head does not make every later request reserve
         // as much.
         fieldBytesHint = min(max(bytes.count, 64), 4096)

@@ -100,6 +100,8 @@ public final class HTTPRequestParser {
             assembly.pointee.executionStarts(at: base)
             let code = llhttp_execute(llhttp, base.assumingMemoryBound(to: CChar.self), input.count)
             let consumed = code == HPE_OK ? input.count : bytesConsumed(from: base, limit: input.count)
+            // Where llhttp stopped reading a method, the byte it stopped at tells why.
+            let methodStop = code == HPE_INVALID_METHOD && consumed < input.count ? base.load(fromByteOffset: consumed, as: UInt8.self) : nil
             assembly.pointee.executionEnded(at: base + consumed)
             input = UnsafeRawBufferPointer(rebasing: input[consumed...])
 
@@ -132,10 +134,20 @@ public final class HTTPRequestParser {
                 upgradeKeepsAlive = complete.keepAlive
                 return .upgrade(complete, leftover: leftover)
             default:
-                return fail(translate(code), &input)
+                let afterMethodBytes = assembly.pointee.headWireBytes > 0
+                return fail(methodStop.map { Self.methodError(stoppedAt: $0, afterMethodBytes: afterMethodBytes) } ?? translate(code), &input)
             }
         }
         return nil
+    }
+
+    /// A method llhttp refused: 501 for a well-formed token it does not know (`FOO`, `GE ` ended
+    /// early), 400 for bytes that are no token at all (`GE(T`), and a TLS handshake record (0x16)
+    /// called what it is.
+    private static func methodError(stoppedAt byte: UInt8, afterMethodBytes: Bool) -> HTTPParseError {
+        if byte == 0x16 && !afterMethodBytes { return .tlsOnPlainPort }
+        if HTTPASCII.isTokenByte(byte) || (byte == UInt8(ascii: " ") && afterMethodBytes) { return .unsupportedMethod }
+        return .malformed(name: "HPE_INVALID_METHOD", reason: "The request line does not start with a method token")
     }
 
     /// Parses all of `input`, handing each event to `onEvent` as it comes.

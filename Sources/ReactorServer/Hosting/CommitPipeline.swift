@@ -15,6 +15,15 @@ import Reactor
 ///
 /// Without a log every state is published as soon as it is applied.
 ///
+/// A log several servers share (`SharedEventLog`, a cluster's Redis stream) adds two things. What
+/// the others appended arrives in order and is applied as decided (`Core.applyIfIdle(decided:)`:
+/// no interceptor, already durable, so published at once). And an append made while the others
+/// moved the log on fails having written nothing (`.behind`): the core is put back to the last
+/// published state, what the others appended is applied, and this server's own events are applied
+/// again on top, in their order, each answered as it would have been on that state (a rejection
+/// now is a 422, not an error), and appended again. Their clients wait throughout, and get the
+/// versions their events finally took.
+///
 /// @unchecked Sendable: the core calls it as a middleware on its executor, which is this loop's
 /// thread; everything else happens there too.
 final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Sendable {
@@ -29,9 +38,18 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         let state: StateType
         /// Nil when the event would not encode: its batch fails rather than leave a gap in the log.
         let record: LogRecord?
+        /// Kept for a shared log only, to apply the event again after others appended first.
+        let event: (any Event)?
     }
 
+    /// What a client waiting on its event learns: the version it was published at, or the problem
+    /// it was refused with (the log failed, or, with a shared log, the state refused it once the
+    /// others' events were applied before it).
+    typealias Outcome = Result<UInt64, Problem>
+
     let log: (any EventLog)?
+    /// The log, when several servers share it.
+    let shared: (any SharedEventLog)?
     /// Where published states go. One `let`, not a list of observers: a call through it costs no
     /// reference counting, for every event.
     private let hub: SubscriptionHub<StateType>
@@ -55,7 +73,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     @exclusivity(unchecked) private var journaledState: StateType?
     @exclusivity(unchecked) private var pending: [Entry] = []
     @exclusivity(unchecked) private var appending = false
-    @exclusivity(unchecked) private var waiters: Deque<(version: UInt64, resume: (Problem?) -> Void)> = []
+    @exclusivity(unchecked) private var waiters: Deque<(version: UInt64, resume: (Outcome) -> Void)> = []
+    /// Records others appended to a shared log, after the published version, not applied yet.
+    @exclusivity(unchecked) private var incoming: [LogRecord] = []
+    /// Set while a record of a shared log is applied: the event is durable already.
+    @exclusivity(unchecked) private var applyingDecided = false
+    /// Reading what a shared log holds after the published version (after a `.behind`, or a gap).
+    @exclusivity(unchecked) private var catchingUp = false
     /// The last append's failure, while no later append has succeeded.
     @exclusivity(unchecked) private(set) var failure: EventLogError?
     @exclusivity(unchecked) private var eventsSinceSnapshot = 0
@@ -78,25 +102,41 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         self.options = options
         self.logger = logger
         publishedVersion = version
+        shared = log as? any SharedEventLog
         if log != nil {
             journaledState = state
-            endOfIteration = PrepareWatcher(loop: loop) { [unowned self] in flush() }
+            endOfIteration = PrepareWatcher(loop: loop) { [unowned self] in
+                reconcile()
+                flush()
+            }
             core.add(interceptor: ConcreteInterceptor(JournalableEventInterceptor<StateType>()))
         }
         hub.update(with: state, version: version)
+        if let shared {
+            shared.onRecords = { [unowned self] records in received(records) }
+            shared.appliedVersion = { [unowned self] in publishedVersion }
+        }
     }
 
-    /// Runs `resume` once `version` is published: with nil, or with the 503 problem if the log
-    /// failed first (the event was then undone).
-    func whenPublished(_ version: UInt64, _ resume: @escaping (Problem?) -> Void) {
-        if version <= publishedVersion { return resume(nil) }
+    /// Runs `resume` once the event applied at `version` is published: with the version it was
+    /// published at (`version`, unless a shared log made it apply again later), or with the problem
+    /// it was refused with (a 503 if the log failed and it was undone).
+    func whenPublished(_ version: UInt64, _ resume: @escaping (Outcome) -> Void) {
+        if version <= publishedVersion { return resume(.success(version)) }
         waiters.append((version, resume))
     }
 
     /// Whether clients may see `version` already.
     func isPublished(_ version: UInt64) -> Bool { version <= publishedVersion }
 
-    var isHealthy: Bool { failure == nil }
+    var isHealthy: Bool { failure == nil && shared?.isReachable != false }
+
+    /// Why the server is not ready to take events, if it is not.
+    var unreadiness: String? {
+        if let failure { return "journal: \(failure.message)" }
+        guard let shared, !shared.isReachable else { return nil }
+        return "cluster: " + (shared.status.lostHistory ?? "Redis is \(shared.status.connection)")
+    }
 
     /// Calls `done` once every event applied so far is journaled (or refused): at shutdown, before
     /// the log is closed.
@@ -137,11 +177,12 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     func process(event: Event, state: StateType) {}
 
     func process(event: Event, state: StateType, version: UInt64) {
-        guard log != nil else { return publish(state, version) }
+        guard log != nil, !applyingDecided else { return publish(state, version) }
         let record: LogRecord?
+        let kept: (any Event)? = shared == nil ? nil : event
         if let wireForm = offeredWireForm {
             offeredWireForm = nil
-            pending.append(Entry(version: version, state: state, record: LogRecord(version: version, payload: wireForm)))
+            pending.append(Entry(version: version, state: state, record: LogRecord(version: version, payload: wireForm), event: kept))
             return
         }
         do {
@@ -150,14 +191,14 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             logger.error("an applied event cannot be journaled", metadata: ["version": "\(version)", "error": "\(error)"])
             record = nil
         }
-        pending.append(Entry(version: version, state: state, record: record))
+        pending.append(Entry(version: version, state: state, record: record, event: kept))
     }
 
     // MARK: Group commit
 
     /// Appends what the core applied since the last append, unless an append is still running.
     private func flush() {
-        guard let log, !appending, !pending.isEmpty else { return }
+        guard let log, !appending, !catchingUp, !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll(keepingCapacity: true)
         guard batch.allSatisfy({ $0.record != nil }) else {
@@ -170,9 +211,14 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             switch result {
             case .success:
                 commit(batch, bytes: records.reduce(0) { $0 + $1.payload.count })
+            case .failure(let error) where error.isBehind:
+                // Not appended: applied again once what the others appended first is applied.
+                pending.insert(contentsOf: batch, at: 0)
+                catchUp()
             case .failure(let error):
                 fail(error)
             }
+            reconcile()
             if whenIdle != nil {
                 flush()
                 signalIdleIfDrained()
@@ -186,6 +232,12 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             self.failure = nil
         }
         for entry in batch { publish(entry.state, entry.version) }
+        if shared != nil, let first = batch.first, let last = batch.last {
+            // One node writes each snapshot of a shared log: the one whose append crossed a
+            // multiple of the snapshot interval.
+            if (first.version - 1) / UInt64(options.snapshotEvents) != last.version / UInt64(options.snapshotEvents) { saveSnapshot() }
+            return
+        }
         eventsSinceSnapshot += batch.count
         bytesSinceSnapshot += bytes
         if eventsSinceSnapshot >= options.snapshotEvents || bytesSinceSnapshot >= options.snapshotBytes {
@@ -198,7 +250,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         if log != nil { journaledState = state }
         hub.update(with: state, version: version)
         while let first = waiters.first, first.version <= version {
-            waiters.removeFirst().resume(nil)
+            waiters.removeFirst().resume(.success(first.version))
         }
     }
 
@@ -214,7 +266,90 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         let (version, state) = published
         core.restore(state: state, version: version)
         let problem = Problem.journalUnavailable(error)
-        while let waiter = waiters.popFirst() { waiter.resume(problem) }
+        while let waiter = waiters.popFirst() { waiter.resume(.failure(problem)) }
+    }
+
+    // MARK: A shared log
+
+    /// Records a shared log handed over: kept in order, applied when nothing of this server's own is
+    /// being appended (see `reconcile`).
+    private func received(_ records: [LogRecord]) {
+        for record in records where record.version > max(publishedVersion, incoming.last?.version ?? 0) {
+            incoming.append(record)
+        }
+        reconcile()
+    }
+
+    /// Reads what the shared log holds after the published version: after an append found the
+    /// others ahead, or records that arrived with a gap before them.
+    private func catchUp() {
+        guard let log, !catchingUp else { return }
+        catchingUp = true
+        log.read(after: publishedVersion, limit: 4_096) { [self] result in
+            catchingUp = false
+            switch result {
+            case .success(let records):
+                received(records)
+            case .failure(let error):
+                fail(error)
+            }
+            flush()
+        }
+    }
+
+    /// Applies the records others appended, in order, once no append of this server's is in
+    /// flight: its own unpublished events are taken back, the others' applied as decided, and its
+    /// own applied again on top (`Entry.event`), to be appended next.
+    private func reconcile() {
+        guard shared != nil, !appending, !catchingUp, !incoming.isEmpty else { return }
+        incoming.removeAll { $0.version <= publishedVersion }
+        guard let first = incoming.first else { return }
+        guard first.version == publishedVersion + 1 else { return catchUp() }
+        // Everything below must run now, in order, with nothing else applied in between.
+        guard core.isIdle, let journaledState else { return }
+        let records = incoming
+        incoming.removeAll()
+        let own = pending
+        pending.removeAll()
+        let waiting = waiters
+        waiters.removeAll()
+        if !own.isEmpty { core.restore(state: journaledState, version: publishedVersion) }
+        for record in records {
+            do {
+                let event = try StateType.event(in: record)
+                applyingDecided = true
+                let applied = core.applyIfIdle(decided: event)
+                applyingDecided = false
+                if case .failure(let error)? = applied { throw error }
+                guard case .success(record.version)? = applied else {
+                    throw EventLogError(.diverged, "the event of version \(record.version) took version \(String(describing: applied)) here")
+                }
+            } catch {
+                applyingDecided = false
+                let failure = error as? EventLogError ?? EventLogError(.diverged, "the event of version \(record.version) in the shared log does not apply here: \(error)")
+                logger.critical("this node cannot follow the shared log", metadata: ["error": "\(failure)"])
+                // Its own events are not applied again: their clients get the 503.
+                waiters = waiting
+                return fail(failure)
+            }
+        }
+        // This server's own events again, on the others': each keeps its clients, at its new version.
+        var outcomes: [UInt64: Outcome] = [:]
+        for entry in own {
+            guard let event = entry.event, let result = core.fireIfIdle(event: event, origin: nil) else { continue }
+            outcomes[entry.version] = result.mapError { StateService<StateType>.problem(for: $0, index: nil) }
+        }
+        for waiter in waiting {
+            switch outcomes[waiter.version] {
+            case .success(let version)?: whenPublished(version, waiter.resume)
+            case .failure(let problem)?: waiter.resume(.failure(problem))
+            case nil: waiter.resume(.failure(Problem.journalUnavailable(EventLogError(.other, "the event was lost while this node caught up"))))
+            }
+        }
+        if failure != nil, shared?.isReachable == true {
+            logger.notice("caught up with the shared log", metadata: ["version": "\(publishedVersion)"])
+            failure = nil
+        }
     }
 
     // MARK: Snapshots

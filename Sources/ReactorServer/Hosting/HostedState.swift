@@ -58,6 +58,8 @@ public struct EventRejection: Error, Sendable, Equatable {
         case invalid
         /// A precondition the event carried does not hold (optimistic concurrency).
         case conflict
+        /// The state would nest deeper than `JSON.maximumDepth`, beyond what it could be stored as.
+        case tooDeep
     }
 
     public let kind: Kind

@@ -59,12 +59,24 @@ final class IdempotencyCache {
     /// Records the answer. Server errors are forgotten instead, so a retry tries again.
     func finish(_ key: String, fingerprint: Int, response: HTTPResponse) {
         guard case .inFlight? = entries[key] else { return }
-        // Answers to requests refused before they were carried out (malformed, wrong media type,
-        // too large, over a rate limit) and server errors are not kept: fixed or later, the same
-        // key may go through. Only the outcome of applying the events is remembered.
-        let status = response.status.code
-        let refusedBeforehand = [400, 413, 415, 429].contains(status)
-        entries[key] = status >= 500 || refusedBeforehand ? nil : .done(fingerprint: fingerprint, response: response)
+        entries[key] = Self.remembers(response.status.code) ? .done(fingerprint: fingerprint, response: response) : nil
+    }
+
+    /// Drops an in-flight key without an answer (another server of a cluster holds it).
+    func forget(_ key: String) {
+        if case .inFlight? = entries[key] { entries[key] = nil }
+    }
+
+    /// Answers to requests refused before they were carried out (malformed, wrong media type, too
+    /// large, over a rate limit) and server errors are not kept: fixed or later, the same key may go
+    /// through. Only the outcome of applying the events is remembered.
+    static func remembers(_ status: Int) -> Bool {
+        status < 500 && ![400, 413, 415, 429].contains(status)
+    }
+
+    /// The same for every server of a cluster (a `Hasher`'s is not): SHA-1 of method, target, body.
+    static func sharedFingerprint(of request: HTTPRequest) -> String {
+        RedisStreamLog.sha1Hex(Array("\(request.method.name) \(request.target)\n".utf8) + request.body)
     }
 
     private func expire(now: UInt64) {

@@ -18,6 +18,7 @@ final class StateService<StateType: HostedState> {
     private let history: HistoryService<StateType>
     private let logger: Logger
     private let idempotency: IdempotencyCache
+    private let idempotencyWindowMilliseconds: UInt64
     private let loop: EventLoop
     /// The state's JSON, kept for the version it was made from: reads between events reuse it.
     private var encoded: (version: UInt64, json: JSON, bytes: [UInt8])?
@@ -32,6 +33,7 @@ final class StateService<StateType: HostedState> {
         self.loop = loop
         self.logger = logger
         idempotency = IdempotencyCache(windowSeconds: configuration.idempotencyWindow, capacity: configuration.idempotencyCapacity)
+        idempotencyWindowMilliseconds = UInt64(configuration.idempotencyWindow * 1_000)
     }
 
     func register(in router: inout Router) {
@@ -49,11 +51,64 @@ final class StateService<StateType: HostedState> {
         }
         router.add(.get, "/readyz", scope: nil) { [self] _, _, respond in
             let version = JSON.integer(Int64(pipeline.publishedVersion))
-            guard let failure = pipeline.failure else {
+            guard let reason = pipeline.unreadiness else {
                 return respond(.json(JSON.object(["status": "ready", "version": version]).jsonBytes))
             }
-            respond(.json(JSON.object(["status": "unready", "version": version, "reason": .string("journal: \(failure.message)")]).jsonBytes,
+            respond(.json(JSON.object(["status": "unready", "version": version, "reason": .string(reason)]).jsonBytes,
                           status: .serviceUnavailable))
+        }
+        if let shared = pipeline.shared {
+            router.add(.get, "/cluster", scope: .read) { [self] _, _, respond in
+                let status = shared.status
+                var members: JSON.Object = [
+                    "node": .string(status.node),
+                    "version": .integer(Int64(pipeline.publishedVersion)),
+                    "head": .integer(Int64(max(status.head, pipeline.publishedVersion))),
+                    "lag": .integer(Int64(status.head > pipeline.publishedVersion ? status.head - pipeline.publishedVersion : 0)),
+                    "redis": .string(status.connection),
+                    "ready": .bool(pipeline.unreadiness == nil),
+                    "nodes": .array(status.peers.keys.sorted().map(JSON.string)),
+                    "conflicts": .integer(Int64(status.conflicts)),
+                    "reconnects": .integer(Int64(status.reconnects)),
+                ]
+                if let lost = status.lostHistory { members["lostHistory"] = .string(lost) }
+                respond(.json(JSON.object(members).jsonBytes))
+            }
+        }
+    }
+
+    /// A key this server has not seen, in a cluster: claimed in Redis first, so that a retry sent
+    /// to another node gets the first answer too (and one sent at the same time, a 409).
+    private func claimAcrossCluster(_ shared: any SharedEventLog, key: String, scopedKey: String, fingerprint: Int,
+                                    request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
+        let sharedKey = RedisStreamLog.sha1Hex(Array(scopedKey.utf8))
+        let sharedFingerprint = IdempotencyCache.sharedFingerprint(of: request)
+        let window = idempotencyWindowMilliseconds
+        shared.claimIdempotencyKey(sharedKey, fingerprint: sharedFingerprint, milliseconds: window) { [self] claim in
+            switch claim {
+            case .success(nil):
+                applyEvents(request, context: context) { [idempotency] response in
+                    idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
+                    let answered = SharedIdempotencyEntry.answered(fingerprint: sharedFingerprint, status: response.status.code, body: response.body)
+                    shared.settleIdempotencyKey(sharedKey, entry: IdempotencyCache.remembers(response.status.code) ? answered : nil, milliseconds: window)
+                    respond(response)
+                }
+            case .success(let entry?) where entry.fingerprint != sharedFingerprint:
+                idempotency.forget(scopedKey)
+                respond(Problem.idempotencyKeyReused(key).response)
+            case .success(.inFlight?):
+                idempotency.forget(scopedKey)
+                respond(Problem.idempotentRequestInProgress(key).response)
+            case .success(.answered(_, let status, let body)?):
+                var response = HTTPResponse(status: status < 300 ? .ok : status == 409 ? .conflict : .unprocessableContent,
+                                            contentType: status < 300 ? .json : .problemJSON, body: body)
+                idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
+                response.addHeader("Idempotent-Replayed", "true")
+                respond(response)
+            case .failure(let error):
+                idempotency.forget(scopedKey)
+                respond(Problem.journalUnavailable(error).response)
+            }
         }
     }
 
@@ -67,6 +122,9 @@ final class StateService<StateType: HostedState> {
         let fingerprint = IdempotencyCache.fingerprint(of: request)
         switch idempotency.admit(scopedKey, displayKey: key, fingerprint: fingerprint, now: uv_now(loop.loop)) {
         case .proceed:
+            if let shared = pipeline.shared {
+                return claimAcrossCluster(shared, key: key, scopedKey: scopedKey, fingerprint: fingerprint, request: request, context: context, respond: respond)
+            }
             applyEvents(request, context: context) { [idempotency] response in
                 idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
                 respond(response)
@@ -99,7 +157,7 @@ final class StateService<StateType: HostedState> {
         } else {
             let body: JSON
             do {
-                body = try JSON(parsing: request.body)
+                body = try JSONParser.carrier.parse(request.body)
             } catch {
                 return respond(Problem.malformedJSON(error).response)
             }
@@ -130,8 +188,11 @@ final class StateService<StateType: HostedState> {
         case .success(let version) where pipeline.isPublished(version):
             respond(.json(versionBody(version)))
         case .success(let version):
-            pipeline.whenPublished(version) { problem in
-                respond(problem?.response ?? .json(versionBody(version)))
+            pipeline.whenPublished(version) { outcome in
+                switch outcome {
+                case .success(let published): respond(.json(versionBody(published)))
+                case .failure(let problem): respond(problem.response)
+                }
             }
         case .failure(let error):
             respond(problem(for: error, index: nil).response)
@@ -166,9 +227,14 @@ final class StateService<StateType: HostedState> {
                 if mode == .prune {
                     members["rejected"] = .array(rejected.map { JSON.object(["index": .integer(Int64($0.index)), "problem": $0.problem.json]) })
                 }
-                let body = JSON.object(members).jsonBytes
-                pipeline.whenPublished(outcome.version) { problem in
-                    respond(problem?.response ?? .json(body))
+                pipeline.whenPublished(outcome.version) { published in
+                    switch published {
+                    case .success(let version):
+                        members["version"] = .integer(Int64(version))
+                        respond(.json(JSON.object(members).jsonBytes))
+                    case .failure(let problem):
+                        respond(problem.response)
+                    }
                 }
             case .failure(let rejection):
                 respond(Self.problem(for: rejection.error, index: positions[rejection.index]).response)

@@ -41,10 +41,23 @@ public struct Problem: Error, Sendable {
 }
 
 extension Problem {
+    /// A body that is not JSON (400), or JSON beyond what the server keeps exactly (422): nested
+    /// deeper than `JSON.maximumDepth`, or an integer outside 64 bits.
     public static func malformedJSON(_ error: JSONParseError) -> Problem {
-        Problem(status: .badRequest, kind: "malformed-json", title: "Malformed JSON",
-                detail: "the body is not valid JSON: \(error.description)",
-                extensions: ["line": .integer(Int64(error.line)), "column": .integer(Int64(error.column))])
+        let position: JSON.Object = ["line": .integer(Int64(error.line)), "column": .integer(Int64(error.column))]
+        switch error.kind {
+        case .syntax:
+            return Problem(status: .badRequest, kind: "malformed-json", title: "Malformed JSON",
+                           detail: "the body is not valid JSON: \(error.description)", extensions: position)
+        case .tooDeep:
+            var extensions = position
+            extensions["limit"] = .integer(Int64(JSON.maximumDepth))
+            return Problem(status: .unprocessableContent, kind: "too-deep", title: "JSON nested too deep",
+                           detail: "the body nests deeper than the server reads: a value may nest \(JSON.maximumDepth) levels, and what carries it \(JSON.envelopeDepth) more (\(error.description))", extensions: extensions)
+        case .integerOutOfRange:
+            return Problem(status: .unprocessableContent, kind: "integer-out-of-range", title: "Integer out of range",
+                           detail: "the body holds an integer the server cannot keep exactly: \(error.description)", extensions: position)
+        }
     }
 
     public static func malformedRequest(_ detail: String) -> Problem {
@@ -78,6 +91,9 @@ extension Problem {
         case .conflict:
             Problem(status: .conflict, kind: "precondition-failed", title: "Precondition failed",
                     detail: rejection.reason)
+        case .tooDeep:
+            Problem(status: .unprocessableContent, kind: "too-deep", title: "State would nest too deep",
+                    detail: rejection.reason, extensions: ["limit": .integer(Int64(JSON.maximumDepth))])
         }
         problem.setIndex(index)
         return problem
@@ -202,6 +218,8 @@ extension Problem {
         case .headersTooLarge, .tooManyHeaders: .headersTooLarge(limit: limits.maxHeaderBytes)
         case .bodyTooLarge: .bodyTooLarge(limit: limits.maxBodyBytes)
         case .unsupportedMethod: .notImplemented("the request method is not one reactord knows")
+        case .unsupportedTransferCoding: .notImplemented("the request's Transfer-Encoding is not one reactord implements; send the body with Content-Length, or with Transfer-Encoding: chunked alone")
+        case .tlsOnPlainPort: .malformedRequest("a TLS handshake arrived, but this port speaks plain HTTP: use http://, not https://")
         case .unsupportedVersion: .versionNotSupported()
         case .malformed(let name, let reason): .malformedRequest("the request is not valid HTTP/1.1: \(reason) (\(name))")
         }

@@ -85,7 +85,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
         }
         let message: JSON
         do {
-            message = try JSON(parsing: payload)
+            message = try JSONParser.carrier.parse(payload)
         } catch {
             return reply(error: .malformedJSON(error), id: .null)
         }
@@ -110,9 +110,13 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
             switch result {
             case .success(let version):
                 // Acknowledged once journaled, like an HTTP answer.
-                pipeline.whenPublished(version) { problem in
-                    if let problem { return this.value.reply(error: problem, id: id) }
-                    this.value.reply(JSON.object(["type": "ack", "id": id, "version": .integer(Int64(version))]))
+                pipeline.whenPublished(version) { outcome in
+                    switch outcome {
+                    case .success(let published):
+                        this.value.reply(JSON.object(["type": "ack", "id": id, "version": .integer(Int64(published))]))
+                    case .failure(let problem):
+                        this.value.reply(error: problem, id: id)
+                    }
                 }
             case .failure(let error):
                 this.value.reply(error: StateService<StateType>.problem(for: error, index: nil), id: id)

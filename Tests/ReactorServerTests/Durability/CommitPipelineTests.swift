@@ -116,9 +116,12 @@ final class CommitPipelineTests: XCTestCase {
             for index in 0..<count {
                 harness.core.fire(event: Self.increment, origin: nil) { result in
                     guard case .success(let version) = result else { return XCTFail("the increment applies") }
-                    harness.pipeline.whenPublished(version) { problem in
+                    harness.pipeline.whenPublished(version) { outcome in
                         let all = answers.withLock { answers -> [Int: Answer] in
-                            answers[index] = problem.map { .status($0.status.code) } ?? .version(version)
+                            switch outcome {
+                            case .success(let published): answers[index] = .version(published)
+                            case .failure(let problem): answers[index] = .status(problem.status.code)
+                            }
                             return answers
                         }
                         if all.count == count { finish((0..<count).map { all[$0]! }) }

@@ -1,0 +1,43 @@
+extension JSONParser {
+    /// The parser for what carries a value rather than being one (a request body, a message, a
+    /// journal record, an export line): `envelopeDepth` more levels than a value may nest, so that
+    /// a value at the limit still travels, and its own limit is checked where it lands.
+    public static let carrier = JSONParser(maxDepth: JSON.maximumDepth + JSON.envelopeDepth)
+}
+
+/// The limits every JSON value this package reads or builds stays within, so that whatever one
+/// program writes (a document, a journal record, a snapshot) another can read back.
+extension JSON {
+    /// The deepest a value may nest: each array or object is a level, the outermost is 1, a scalar
+    /// adds none. What the parser reads by default, and what a server's document may become: an
+    /// edit that would nest deeper is refused rather than stored, since nothing could load it again.
+    /// It also bounds the recursion of everything that walks a value (serializer, diff, merge).
+    public static let maximumDepth = 512
+
+    /// The levels a message wraps around a value it carries (`{"type":"patch","ops":[{"value":…}]}`,
+    /// an export line's `{"version":N,"state":…}`): what reads such messages allows beyond
+    /// `maximumDepth`, so that a document at the limit still travels.
+    public static let envelopeDepth = 8
+
+    /// How many levels of arrays and objects the value nests (`1` 0, `[]` 1, `[{"a":[]}]` 3), counted
+    /// no further than `limit + 1`: a deeper value answers `limit + 1` without being walked to the
+    /// bottom, so the count recurses at most `limit + 1` levels however the value was built.
+    public func nestingDepth(upTo limit: Int = JSON.maximumDepth) -> Int {
+        switch self {
+        case .array(let elements): return Self.levels(containing: elements, upTo: limit)
+        case .object(let members): return Self.levels(containing: members.values, upTo: limit)
+        default: return 0
+        }
+    }
+
+    /// 1 for the container holding `children`, plus the deepest child, counted up to `limit + 1`.
+    private static func levels(containing children: some Collection<JSON>, upTo limit: Int) -> Int {
+        guard limit > 0 else { return 1 }
+        var deepest = 0
+        for child in children {
+            deepest = max(deepest, child.nestingDepth(upTo: limit - 1))
+            if deepest >= limit { break }
+        }
+        return 1 + deepest
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Logging
+
+/// How a node joins its cluster at start-up, before it serves: the cluster is created in Redis
+/// with the node's initial state if there is none yet; otherwise the node reads the newest
+/// snapshot kept there and applies every event of the stream after it. No local data is needed.
+public enum ClusterBootstrap {
+    public struct Joined<StateType: HostedState> {
+        public let state: StateType
+        public let version: UInt64
+        public let epoch: String
+        public let snapshotVersion: UInt64
+    }
+
+    public static func join<StateType: HostedState>(_ options: RedisStreamLog.Options, initialState: StateType, logger: Logger) throws(EventLogError) -> Joined<StateType> {
+        let redis = try RedisBlockingConnection(host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds)
+        let keys = ClusterKeys(cluster: options.cluster)
+        let initial: [UInt8]
+        do { initial = try initialState.jsonValue().jsonBytes } catch {
+            throw EventLogError(.other, "the initial state does not encode: \(error)")
+        }
+        let created = try redis.send(RedisCommand.encode([
+            Array("EVAL".utf8), Array(ClusterScripts.create.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.snapshot.utf8),
+            Array(UUID().uuidString.lowercased().utf8), initial,
+        ]))
+        guard let epoch = created.string else {
+            throw EventLogError(.unavailable, "Redis refused to create or find the cluster: \(created.errorMessage ?? "\(created)")")
+        }
+        // A snapshot written (and the stream trimmed) while this node reads is met by reading again.
+        for _ in 0..<5 {
+            let snapshot = try redis.send(RedisCommand.encode(["HGETALL", keys.snapshot]))
+            guard let fields = snapshot.fields, let payload = fields["state"],
+                  let version = fields["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) else {
+                throw EventLogError(.damaged, "the cluster \(options.cluster) in Redis has no readable snapshot: \(snapshot.errorMessage ?? "\(snapshot)")")
+            }
+            var state = try StateType(snapshot: LogRecord(version: version, payload: payload))
+            var applied = version
+            var complete = true
+            while true {
+                let range = try redis.send(RedisCommand.encode(["XRANGE", keys.log, "(" + ClusterKeys.entryID(applied), "+", "COUNT", "1000"]))
+                guard let entries = range.elements else {
+                    throw EventLogError(.unavailable, "Redis refused to read the cluster's stream: \(range.errorMessage ?? "\(range)")")
+                }
+                let records = RedisStreamLog.records(from: entries)
+                if let first = records.first, first.version != applied + 1 {
+                    complete = false
+                    break
+                }
+                for record in records {
+                    try state.replay(record)
+                    applied = record.version
+                }
+                if entries.count < 1000 { break }
+            }
+            guard complete else { continue }
+            logger.notice("joined the cluster", metadata: [
+                "cluster": "\(options.cluster)", "node": "\(options.node)", "epoch": "\(epoch)",
+                "snapshot": "\(version)", "version": "\(applied)",
+            ])
+            return Joined(state: state, version: applied, epoch: epoch, snapshotVersion: version)
+        }
+        throw EventLogError(.unavailable, "the cluster's snapshot kept changing while this node read it; try again")
+    }
+}

@@ -1,0 +1,92 @@
+/// Where a cluster keeps its shared log in Redis, and the Lua scripts that change it: each change
+/// is one script, so that it happens whole or not at all, and only on the history the caller knows.
+///
+/// For the cluster key `shop`:
+/// - `reactor:{shop}:log`, a stream: one entry per event, its ID `<version>-0`, its fields `e` (the
+///   event's record, as a journal holds it) and `n` (the node that appended it);
+/// - `reactor:{shop}:meta`, a hash: `version` (the stream's head), `epoch` (an id drawn when the
+///   cluster was created: a Redis that lost its data has none, or another), `snapshot` (the version
+///   of the newest snapshot; the stream holds only the entries after it);
+/// - `reactor:{shop}:snapshot`, a hash: `version` and `state` (the state's JSON);
+/// - `reactor:{shop}:nodes`, a hash: each node's name and when it last said it was alive (ms).
+/// The braces make every key of a cluster hash to one Redis Cluster slot.
+public struct ClusterKeys: Sendable {
+    public let log: String
+    public let meta: String
+    public let snapshot: String
+    public let nodes: String
+    private let prefix: String
+
+    public init(cluster: String) {
+        let prefix = "reactor:{\(cluster)}:"
+        log = prefix + "log"
+        meta = prefix + "meta"
+        snapshot = prefix + "snapshot"
+        nodes = prefix + "nodes"
+        self.prefix = prefix
+    }
+
+    /// Where an idempotency key is kept (`SharedIdempotencyEntry`); `key` is hashed by the caller.
+    public func idempotency(_ key: String) -> String { prefix + "idem:" + key }
+
+    /// The stream ID of `version`'s entry.
+    public static func entryID(_ version: UInt64) -> String { "\(version)-0" }
+
+    /// The version an entry ID carries; nil for an ID this cluster never writes.
+    public static func version(ofEntryID id: String) -> UInt64? {
+        guard id.hasSuffix("-0") else { return nil }
+        return UInt64(id.dropLast(2))
+    }
+}
+
+public enum ClusterScripts {
+    /// Compare-and-append. KEYS: meta, log. ARGV: the version the caller's records follow, the epoch
+    /// it knows, its node name, then one record per event. Appends them all, with the versions after
+    /// the expected one, only if the stream's head is that version and the epoch is the caller's.
+    /// Answers `{"ok", head}`, `{"behind", head}` (nothing written: the caller catches up and tries
+    /// again), or `{"epoch", epoch}` (the history the caller knows is not this Redis's).
+    public static let append = """
+        local epoch = redis.call('HGET', KEYS[1], 'epoch')
+        if epoch ~= ARGV[2] then return {'epoch', epoch or ''} end
+        local head = tonumber(redis.call('HGET', KEYS[1], 'version'))
+        if head ~= tonumber(ARGV[1]) then return {'behind', tostring(head)} end
+        for i = 4, #ARGV do
+          head = head + 1
+          redis.call('XADD', KEYS[2], string.format('%d-0', head), 'n', ARGV[3], 'e', ARGV[i])
+        end
+        redis.call('HSET', KEYS[1], 'version', head)
+        return {'ok', tostring(head)}
+        """
+
+    /// Claims an idempotency key. KEYS: the key. ARGV: the in-flight entry, its lifetime in ms.
+    /// Answers the entry kept already, or nil having claimed the key.
+    public static let claimIdempotencyKey = """
+        local kept = redis.call('GET', KEYS[1])
+        if kept then return kept end
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        return false
+        """
+
+    /// Creates the cluster if there is none. KEYS: meta, snapshot. ARGV: a new epoch, the initial
+    /// state's JSON. Answers the cluster's epoch (the new one when it created it).
+    public static let create = """
+        local epoch = redis.call('HGET', KEYS[1], 'epoch')
+        if epoch then return epoch end
+        redis.call('HSET', KEYS[1], 'version', 0, 'epoch', ARGV[1], 'snapshot', 0)
+        redis.call('HSET', KEYS[2], 'version', 0, 'state', ARGV[2])
+        return ARGV[1]
+        """
+
+    /// Saves a snapshot newer than the one kept and trims the stream before it. KEYS: meta,
+    /// snapshot, log. ARGV: the epoch, the version, the state's JSON. Answers 1, or 0 when the
+    /// epoch is not the caller's or a snapshot as new is kept already.
+    public static let saveSnapshot = """
+        if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
+        local version = tonumber(ARGV[2])
+        if version <= tonumber(redis.call('HGET', KEYS[2], 'version') or '-1') then return 0 end
+        redis.call('HSET', KEYS[2], 'version', ARGV[2], 'state', ARGV[3])
+        redis.call('HSET', KEYS[1], 'snapshot', ARGV[2])
+        redis.call('XTRIM', KEYS[3], 'MINID', string.format('%d-0', version + 1))
+        return 1
+        """
+}

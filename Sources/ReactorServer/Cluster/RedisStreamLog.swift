@@ -1,0 +1,384 @@
+import CUV
+import Foundation
+import Logging
+
+/// The event log of a cluster: one Redis stream that every server of the cluster appends to and
+/// reads from (see `ClusterKeys` for the keys, `ClusterScripts` for how they change).
+///
+/// Two connections, both on the loop thread: one for commands (appends, reads, snapshots, the
+/// heartbeat), pipelined; one that does nothing but wait on `XREAD BLOCK` for what the others
+/// append. A connection that closes, or that Redis leaves unanswered past the timeout, is opened
+/// again after a pause; meanwhile appends fail at once as `.unavailable`. A Redis whose epoch is not
+/// the one this server started with has lost (or replaced) the history: from then on every append
+/// fails as `.diverged`, and nothing it holds is handed over.
+public final class RedisStreamLog: SharedEventLog {
+    public struct Options: Sendable {
+        public var host: String
+        public var port: Int32
+        public var cluster: String
+        public var node: String
+        /// How long Redis may take to answer before it counts as unreachable.
+        public var timeoutMilliseconds: UInt64
+
+        public init(host: String, port: Int32, cluster: String, node: String, timeoutMilliseconds: UInt64 = 2_000) {
+            self.host = host
+            self.port = port
+            self.cluster = cluster
+            self.node = node
+            self.timeoutMilliseconds = timeoutMilliseconds
+        }
+    }
+
+    /// The newest version this server knows the stream holds.
+    public private(set) var lastVersion: UInt64
+    /// The version of the newest snapshot in Redis: the stream holds the entries after it.
+    public private(set) var oldestVersion: UInt64
+    public private(set) var statistics = EventLogStatistics()
+    public var onRecords: (([LogRecord]) -> Void)?
+    public var appliedVersion: (() -> UInt64)?
+
+    public let options: Options
+    public let keys: ClusterKeys
+    public let epoch: String
+    /// "connected", "connecting", or why the connection is down.
+    public private(set) var connectionState = "connecting"
+    /// Set once Redis turned out to hold another history than this server's (a changed epoch).
+    public private(set) var lostHistory: String?
+    /// The other nodes that said they were alive, and when (ms since 1970).
+    public private(set) var peers: [String: UInt64] = [:]
+    /// How many times a connection to Redis was opened again after it closed.
+    public private(set) var reconnects: UInt64 = 0
+    /// Appends answered `.behind`: another node got there first.
+    public private(set) var conflicts: UInt64 = 0
+
+    private let loop: EventLoop
+    private let logger: Logger
+    private var commands: RedisConnection?
+    private var tail: RedisConnection?
+    private var tailCursor: UInt64
+    private var reconnectTimer: LoopTimer?
+    private var heartbeat: LoopTimer?
+    private var closed = false
+    private static let appendSHA = sha1Hex(ClusterScripts.append)
+    private static let snapshotSHA = sha1Hex(ClusterScripts.saveSnapshot)
+    private static let claimSHA = sha1Hex(ClusterScripts.claimIdempotencyKey)
+
+    /// A log over a cluster found (or created) by `ClusterBootstrap`, whose state this server has
+    /// up to `version`.
+    public init(loop: EventLoop, options: Options, epoch: String, version: UInt64, snapshotVersion: UInt64, logger: Logger) {
+        self.loop = loop
+        self.options = options
+        self.keys = ClusterKeys(cluster: options.cluster)
+        self.epoch = epoch
+        self.logger = logger
+        lastVersion = version
+        oldestVersion = snapshotVersion
+        tailCursor = version
+    }
+
+    /// Opens the connections; from the loop thread, once `onRecords` is set.
+    public func start() {
+        precondition(loop.isCurrent)
+        connect()
+        let heartbeat = LoopTimer(loop: loop) { [unowned self] in beat() }
+        heartbeat.start(after: 0, repeat: 1_000)
+        self.heartbeat = heartbeat
+    }
+
+    /// Both connections open, and Redis answered on each: a frozen Redis still accepts connections.
+    public var isConnected: Bool { commandsAnswered && tailAnswered && commands?.isConnected == true && tail?.isConnected == true }
+    private var commandsAnswered = false
+    private var tailAnswered = false
+
+    public var isReachable: Bool { isConnected && lostHistory == nil }
+
+    public var status: SharedLogStatus {
+        SharedLogStatus(node: options.node, head: lastVersion, connection: connectionState, peers: peers,
+                        lostHistory: lostHistory, conflicts: conflicts, reconnects: reconnects)
+    }
+
+    // MARK: Connections
+
+    private func connect() {
+        guard !closed else { return }
+        connectionState = "connecting"
+        commandsAnswered = false
+        tailAnswered = false
+        let commands = RedisConnection(loop: loop, host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds,
+                                       onConnected: { [unowned self] in
+                                           self.commands?.send(RedisCommand.encode(["PING"])) { [unowned self] reply in
+                                               guard reply.string == "PONG" else { return }
+                                               commandsAnswered = true
+                                               connected()
+                                           }
+                                       },
+                                       onClosed: { [unowned self] reason in lost(reason) })
+        let tail = RedisConnection(loop: loop, host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds,
+                                   onConnected: { [unowned self] in
+                                       self.tail?.send(RedisCommand.encode(["PING"])) { [unowned self] reply in
+                                           guard reply.string == "PONG" else { return }
+                                           tailAnswered = true
+                                           connected()
+                                           readTail()
+                                       }
+                                   },
+                                   onClosed: { [unowned self] reason in lost(reason) })
+        self.commands = commands
+        self.tail = tail
+        if let reason = commands.closeReason ?? tail.closeReason { lost(reason) }
+    }
+
+    private func connected() {
+        guard isConnected else { return }
+        connectionState = "connected"
+        logger.notice("connected to Redis", metadata: ["redis": "\(options.host):\(options.port)", "cluster": "\(options.cluster)"])
+        beat()
+    }
+
+    /// One of the connections closed: both are opened again after a pause.
+    private func lost(_ reason: String) {
+        guard reconnectTimer == nil else { return }
+        if connectionState == "connected" {
+            logger.error("lost the connection to Redis", metadata: ["reason": "\(reason)"])
+        }
+        connectionState = "disconnected: \(reason)"
+        commandsAnswered = false
+        tailAnswered = false
+        commands?.close()
+        tail?.close()
+        guard !closed else { return }
+        let timer = LoopTimer(loop: loop) { [unowned self] in
+            reconnectTimer = nil
+            reconnects += 1
+            connect()
+        }
+        timer.start(after: 250)
+        reconnectTimer = timer
+    }
+
+    // MARK: The tail
+
+    /// Waits for what follows the newer of what was handed over and what this server applied.
+    private func readTail() {
+        guard let tail, tail.isConnected, lostHistory == nil else { return }
+        let cursor = max(tailCursor, appliedVersion?() ?? 0)
+        let command = RedisCommand.encode(["XREAD", "COUNT", "1024", "BLOCK", "1000", "STREAMS", keys.log, ClusterKeys.entryID(cursor)])
+        tail.send(command, extraMilliseconds: 1_000) { [weak self] reply in
+            guard let self else { return }
+            if case .error = reply { return }  // the connection is closing; it is opened again
+            if let entries = reply.elements?.first?.elements?.last?.elements {
+                let records = Self.records(from: entries)
+                if let last = records.last {
+                    tailCursor = max(tailCursor, last.version)
+                    lastVersion = max(lastVersion, last.version)
+                    if lostHistory == nil { onRecords?(records) }
+                }
+            }
+            readTail()
+        }
+    }
+
+    /// The records of XRANGE or XREAD entries: `[id, [field, value, ...]]` each.
+    static func records(from entries: [RedisReply]) -> [LogRecord] {
+        entries.compactMap { entry in
+            guard let parts = entry.elements, parts.count == 2, let id = parts[0].string,
+                  let version = ClusterKeys.version(ofEntryID: id), let payload = parts[1].fields?["e"] else { return nil }
+            return LogRecord(version: version, payload: payload)
+        }
+    }
+
+    // MARK: The heartbeat
+
+    /// Says this node is alive, and reads the cluster's meta: its epoch (a changed one means Redis
+    /// lost the history), its head and its newest snapshot, and who else is alive.
+    private func beat() {
+        guard let commands, commands.isConnected else { return }
+        let now = UInt64(Date().timeIntervalSince1970 * 1_000)
+        commands.send(RedisCommand.encode(["HSET", keys.nodes, options.node, String(now)])) { _ in }
+        commands.send(RedisCommand.encode(["HGETALL", keys.meta])) { [weak self] reply in
+            guard let self, let fields = reply.fields else { return }
+            let current = fields["epoch"].map { String(decoding: $0, as: UTF8.self) }
+            if current != epoch { return historyLost(found: current) }
+            if let head = fields["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) { lastVersion = max(lastVersion, head) }
+            if let snapshot = fields["snapshot"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) { oldestVersion = snapshot }
+        }
+        commands.send(RedisCommand.encode(["HGETALL", keys.nodes])) { [weak self] reply in
+            guard let self, let fields = reply.fields else { return }
+            var peers: [String: UInt64] = [:]
+            for (node, seen) in fields where node != options.node {
+                if let seen = UInt64(String(decoding: seen, as: UTF8.self)), now < seen + 10_000 { peers[node] = seen }
+            }
+            self.peers = peers
+        }
+    }
+
+    private func historyLost(found: String?) {
+        guard lostHistory == nil else { return }
+        let what = found.map { "an epoch of \($0)" } ?? "no cluster at all"
+        lostHistory = "Redis holds \(what) where this node knows epoch \(epoch): it lost the history this node applied (restarted without its data?) or holds another cluster's. This node refuses writes and keeps serving the state it has; restart the nodes once Redis holds the right data, or start a new cluster deliberately."
+        logger.critical("the cluster's history in Redis is not this node's", metadata: ["detail": "\(lostHistory!)"])
+    }
+
+    // MARK: EventLog
+
+    public func append(_ records: [LogRecord], completion: @escaping (Result<Void, EventLogError>) -> Void) {
+        if let lostHistory { return completion(.failure(EventLogError(.diverged, lostHistory))) }
+        guard let commands, commands.isConnected, let first = records.first else {
+            statistics.appendFailures += 1
+            return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
+        }
+        let started = DispatchTime.now().uptimeNanoseconds
+        var arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.appendSHA.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.log.utf8),
+                                    Array(String(first.version - 1).utf8), Array(epoch.utf8), Array(options.node.utf8)]
+        arguments.reserveCapacity(arguments.count + records.count)
+        for record in records { arguments.append(record.payload) }
+        send(script: ClusterScripts.append, arguments: arguments, on: commands) { [weak self] reply in
+            guard let self else { return }
+            let answer = reply.elements.map { $0.compactMap(\.string) } ?? []
+            switch (answer.first, answer.count == 2 ? answer[1] : nil) {
+            case ("ok", let head?):
+                lastVersion = UInt64(head) ?? lastVersion
+                statistics.appendSeconds.observe(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+                statistics.bytesAppended += UInt64(records.reduce(0) { $0 + $1.payload.count })
+                completion(.success(()))
+            case ("behind", let head?):
+                conflicts += 1
+                let head = UInt64(head) ?? 0
+                lastVersion = max(lastVersion, head)
+                completion(.failure(EventLogError(.behind(head: head), "another node appended up to version \(head) first")))
+            case ("epoch", let found):
+                historyLost(found: found.flatMap { $0.isEmpty ? nil : $0 })
+                completion(.failure(EventLogError(.diverged, lostHistory ?? "the cluster's epoch changed")))
+            default:
+                statistics.appendFailures += 1
+                completion(.failure(EventLogError(.unavailable, "Redis refused the append: \(reply.errorMessage ?? "\(reply)")")))
+            }
+        }
+    }
+
+    /// `EVALSHA`, and `EVAL` with the script's text when Redis does not have it (it restarted).
+    private func send(script: String, arguments: [[UInt8]], on connection: RedisConnection, _ reply: @escaping (RedisReply) -> Void) {
+        connection.send(RedisCommand.encode(arguments)) { answer in
+            guard answer.errorMessage?.hasPrefix("NOSCRIPT") == true else { return reply(answer) }
+            var withText = arguments
+            withText[0] = Array("EVAL".utf8)
+            withText[1] = Array(script.utf8)
+            connection.send(RedisCommand.encode(withText), reply)
+        }
+    }
+
+    public func read(after version: UInt64, limit: Int, completion: @escaping (Result<[LogRecord], EventLogError>) -> Void) {
+        guard let commands, commands.isConnected else {
+            return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
+        }
+        let command = RedisCommand.encode(["XRANGE", keys.log, "(" + ClusterKeys.entryID(version), "+", "COUNT", String(max(limit, 1))])
+        commands.send(command) { [weak self] reply in
+            guard let self else { return }
+            guard let entries = reply.elements else {
+                return completion(.failure(EventLogError(.unavailable, "Redis refused a read: \(reply.errorMessage ?? "\(reply)")")))
+            }
+            let records = Self.records(from: entries)
+            if let first = records.first, first.version != version + 1 {
+                return completion(.failure(EventLogError(.gone, "the events after version \(version) are no longer kept in Redis (the oldest kept follows the snapshot of version \(first.version - 1))")))
+            }
+            if records.isEmpty && version < oldestVersion {
+                return completion(.failure(EventLogError(.gone, "the events after version \(version) are no longer kept in Redis (the snapshot of version \(oldestVersion) replaced them)")))
+            }
+            completion(.success(records))
+        }
+    }
+
+    public func saveSnapshot(at version: UInt64, encode: @escaping @Sendable () throws -> [UInt8], completion: @escaping (Result<Void, EventLogError>) -> Void) {
+        loop.runInThreadPool({ Result { try encode() } }) { [weak self] encoded in
+            guard let self else { return }
+            guard case .success(let state) = encoded else {
+                return completion(.failure(EventLogError(.other, "the state at version \(version) does not encode")))
+            }
+            guard let commands, commands.isConnected else {
+                return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
+            }
+            let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.snapshotSHA.utf8), Array("3".utf8),
+                                        Array(keys.meta.utf8), Array(keys.snapshot.utf8), Array(keys.log.utf8),
+                                        Array(epoch.utf8), Array(String(version).utf8), state]
+            send(script: ClusterScripts.saveSnapshot, arguments: arguments, on: commands) { [weak self] reply in
+                guard let self else { return }
+                guard let saved = reply.integer else {
+                    return completion(.failure(EventLogError(.unavailable, "Redis refused a snapshot: \(reply.errorMessage ?? "\(reply)")")))
+                }
+                if saved == 1 {
+                    oldestVersion = max(oldestVersion, version)
+                    statistics.snapshotVersion = version
+                    statistics.snapshotBytes = state.count
+                    statistics.snapshotTime = Date().timeIntervalSince1970
+                }
+                completion(.success(()))
+            }
+        }
+    }
+
+    public func loadSnapshot(atOrBefore version: UInt64, completion: @escaping (Result<LogRecord?, EventLogError>) -> Void) {
+        guard let commands, commands.isConnected else {
+            return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
+        }
+        commands.send(RedisCommand.encode(["HGETALL", keys.snapshot])) { reply in
+            guard let fields = reply.fields, let state = fields["state"],
+                  let saved = fields["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) else {
+                return completion(.failure(EventLogError(.unavailable, "Redis holds no snapshot: \(reply.errorMessage ?? "\(reply)")")))
+            }
+            completion(.success(saved <= version ? LogRecord(version: saved, payload: state) : nil))
+        }
+    }
+
+    // MARK: Idempotency keys
+
+    public func claimIdempotencyKey(_ key: String, fingerprint: String, milliseconds: UInt64,
+                                    completion: @escaping (Result<SharedIdempotencyEntry?, EventLogError>) -> Void) {
+        if let lostHistory { return completion(.failure(EventLogError(.diverged, lostHistory))) }
+        guard let commands, isConnected else {
+            return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
+        }
+        let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.claimSHA.utf8), Array("1".utf8), Array(keys.idempotency(key).utf8),
+                                    SharedIdempotencyEntry.inFlight(fingerprint: fingerprint).bytes, Array(String(milliseconds).utf8)]
+        send(script: ClusterScripts.claimIdempotencyKey, arguments: arguments, on: commands) { reply in
+            switch reply {
+            case .null:
+                completion(.success(nil))
+            case .bulk(let bytes):
+                guard let entry = SharedIdempotencyEntry(bytes: bytes) else {
+                    return completion(.failure(EventLogError(.damaged, "an idempotency key in Redis holds what reactord never writes")))
+                }
+                completion(.success(entry))
+            default:
+                completion(.failure(EventLogError(.unavailable, "Redis refused an idempotency key: \(reply.errorMessage ?? "\(reply)")")))
+            }
+        }
+    }
+
+    public func settleIdempotencyKey(_ key: String, entry: SharedIdempotencyEntry?, milliseconds: UInt64) {
+        guard let commands, isConnected else { return }
+        let command = entry.map { RedisCommand.encode([Array("SET".utf8), Array(keys.idempotency(key).utf8), $0.bytes, Array("PX".utf8), Array(String(milliseconds).utf8)]) }
+            ?? RedisCommand.encode(["DEL", keys.idempotency(key)])
+        commands.send(command) { _ in }
+    }
+
+    public func close(completion: @escaping () -> Void) {
+        closed = true
+        heartbeat = nil
+        reconnectTimer = nil
+        commands?.close()
+        tail?.close()
+        completion()
+    }
+
+    static func sha1Hex(_ text: String) -> String {
+        sha1Hex(Array(text.utf8))
+    }
+
+    static func sha1Hex(_ input: [UInt8]) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
+        input.withUnsafeBufferPointer { input in
+            digest.withUnsafeMutableBufferPointer { digest in _ = SHA1(input.baseAddress, input.count, digest.baseAddress) }
+        }
+        return digest.map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,578 @@
+"""Helpers for the scale-out tests (test_cluster.py): a real redis-server on a loopback port, a raw
+RESP client to read what the nodes wrote there, reactord nodes started on it, and clients that fire
+events from threads on keep-alive connections.
+
+The Redis layout the nodes keep for a cluster key KEY (the braces are literal, a Redis Cluster hash
+tag, so the three keys share one slot):
+
+    reactor:{KEY}:log       a stream, one entry per event: ID `<version>-0`, fields `e` (the event's
+                            JSON record) and `n` (the name of the node that appended it)
+    reactor:{KEY}:meta      a hash: `version` (the head), `epoch` (a random id set when the cluster
+                            was created)
+    reactor:{KEY}:snapshot  a hash: `version`, `state`
+
+Everything here is bounded in time: sockets carry timeouts, waits have deadlines, and a
+redis-server that does not stop on SIGTERM is killed.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from conftest import HOST, Reactord, Response, free_port, request
+
+REDIS_SERVER = os.environ.get("REDIS_SERVER_BIN", "redis-server")
+REDIS_START_TIMEOUT = 10.0
+REDIS_STOP_TIMEOUT = 10.0
+
+
+def log_key(key: str) -> str:
+    return f"reactor:{{{key}}}:log"
+
+
+def meta_key(key: str) -> str:
+    return f"reactor:{{{key}}}:meta"
+
+
+def snapshot_key(key: str) -> str:
+    return f"reactor:{{{key}}}:snapshot"
+
+
+# ---------------------------------------------------------------------------------------------
+# A raw RESP (Redis serialization protocol) client: enough for PING, XRANGE, XLEN, HGETALL
+
+
+class RedisError(Exception):
+    pass
+
+
+class RedisClient:
+    """One connection to redis-server; `command("XRANGE", key, "-", "+")` answers the parsed reply
+    (bulk strings as str, arrays as lists, errors raised as RedisError)."""
+
+    def __init__(self, port: int, timeout: float = 5):
+        self.sock = socket.create_connection((HOST, port), timeout=timeout)
+        self.file = self.sock.makefile("rb")
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def command(self, *args):
+        out = [b"*%d\r\n" % len(args)]
+        for arg in args:
+            data = arg if isinstance(arg, bytes) else str(arg).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+        self.sock.sendall(b"".join(out))
+        return self._reply()
+
+    def _reply(self):
+        line = self.file.readline()
+        if not line.endswith(b"\r\n"):
+            raise ConnectionError(f"redis closed the connection mid-reply: {line!r}")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RedisError(rest.decode(errors="replace"))
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            length = int(rest)
+            if length < 0:
+                return None
+            data = self.file.read(length + 2)
+            if len(data) != length + 2:
+                raise ConnectionError("redis closed the connection mid-reply")
+            return data[:-2].decode(errors="replace")
+        if kind == b"*":
+            count = int(rest)
+            return None if count < 0 else [self._reply() for _ in range(count)]
+        raise RedisError(f"unexpected reply line {line!r}")
+
+
+def pairs(flat: list | None) -> dict[str, str]:
+    """A flat [field, value, field, value, ...] reply (HGETALL, a stream entry) as a dict."""
+    flat = flat or []
+    return dict(zip(flat[0::2], flat[1::2]))
+
+
+# ---------------------------------------------------------------------------------------------
+# redis-server
+
+
+class RedisServer:
+    """A redis-server on 127.0.0.1, appendonly with an fsync per write, in its own directory.
+
+    `stop()` ends it (SIGTERM or SIGKILL), `start()` starts it again on the same port and directory,
+    `start(empty=True)` on the same port with a new, empty directory; `pause()` / `resume()` freeze
+    and thaw it (SIGSTOP / SIGCONT: a Redis that keeps its connections open and answers nothing)."""
+
+    def __init__(self, base_dir: Path):
+        self.base_dir = base_dir
+        self.generation = 0
+        self.port = 0
+        self.process: subprocess.Popen | None = None
+        self.paused = False
+        self._logs: list = []
+        self.directory = self._new_directory()
+
+    @property
+    def url(self) -> str:
+        return f"redis://{HOST}:{self.port}"
+
+    def _new_directory(self) -> Path:
+        self.generation += 1
+        directory = self.base_dir / f"redis-{self.generation}"
+        directory.mkdir(parents=True)
+        return directory
+
+    def log(self) -> str:
+        parts = []
+        for path in sorted(self.base_dir.glob("redis-*.log")):
+            parts.append(f"--- {path.name}\n{path.read_text(errors='replace')}")
+        return "\n".join(parts)
+
+    def start(self, empty: bool = False) -> None:
+        assert self.process is None or self.process.poll() is not None, "redis-server is still running"
+        if empty:
+            self.directory = self._new_directory()
+        attempts = 1 if self.port else 5  # a first start may lose the free port to someone else: try another
+        for attempt in range(attempts):
+            if not self.port or attempt:
+                self.port = free_port()
+            if self._spawn():
+                return
+        raise AssertionError(f"redis-server did not start on 127.0.0.1:{self.port}\n{self.log()[-4000:]}")
+
+    def _spawn(self) -> bool:
+        log_path = self.base_dir / f"redis-{len(self._logs) + 1:02d}.log"
+        log_file = open(log_path, "wb")
+        self._logs.append(log_file)
+        self.process = subprocess.Popen(
+            [
+                REDIS_SERVER,
+                "--port", str(self.port),
+                "--bind", HOST,
+                "--dir", str(self.directory),
+                "--appendonly", "yes",
+                "--appendfsync", "always",
+                "--save", "",
+                "--daemonize", "no",
+                "--logfile", "",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + REDIS_START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                with RedisClient(self.port, timeout=1) as client:
+                    if client.command("PING") == "PONG":
+                        return True
+            except (OSError, RedisError):
+                pass  # not listening yet, or still loading its append-only file
+            time.sleep(0.02)
+        self._end(signal.SIGKILL)
+        return False
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Ends redis-server with `sig` and waits for it to be gone (SIGKILL if it lingers)."""
+        self._end(sig)
+
+    def _end(self, sig: int) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        if self.paused:
+            if sig != signal.SIGKILL:
+                self.process.send_signal(signal.SIGCONT)
+            self.paused = False
+        self.process.send_signal(sig)
+        try:
+            self.process.wait(REDIS_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+    def pause(self) -> None:
+        assert self.process is not None and self.process.poll() is None
+        self.process.send_signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        if self.paused and self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    def client(self, timeout: float = 5) -> RedisClient:
+        return RedisClient(self.port, timeout)
+
+    def command(self, *args):
+        with self.client() as client:
+            return client.command(*args)
+
+    def close(self) -> None:
+        self._end(signal.SIGTERM)
+        for log_file in self._logs:
+            log_file.close()
+
+    # What the nodes wrote ------------------------------------------------------------------
+
+    def stream(self, key: str) -> list[tuple[str, dict[str, str]]]:
+        """Every entry of reactor:{key}:log, oldest first: [(entry ID, fields)]."""
+        entries: list[tuple[str, dict[str, str]]] = []
+        start = "-"
+        with self.client() as client:
+            while True:
+                page = client.command("XRANGE", log_key(key), start, "+", "COUNT", 1000) or []
+                entries += [(entry_id, pairs(fields)) for entry_id, fields in page]
+                if len(page) < 1000:
+                    return entries
+                start = "(" + page[-1][0]
+
+    def meta(self, key: str) -> dict[str, str]:
+        return pairs(self.command("HGETALL", meta_key(key)))
+
+    def stream_length(self, key: str) -> int:
+        return self.command("XLEN", log_key(key))
+
+
+def stream_versions(entries: list[tuple[str, dict[str, str]]]) -> list[int]:
+    """The versions of stream entries, checking every ID is `<version>-0`."""
+    versions = []
+    for entry_id, _ in entries:
+        head, _, sequence = entry_id.partition("-")
+        assert sequence == "0" and head.isdigit(), f"stream entry ID {entry_id!r} is not <version>-0"
+        versions.append(int(head))
+    return versions
+
+
+def assert_contiguous_stream(redis: RedisServer, key: str, head: int) -> list[tuple[str, dict[str, str]]]:
+    """The stream holds exactly versions 1..head, each once, each with `e` (JSON) and `n`; its entries."""
+    entries = redis.stream(key)
+    versions = stream_versions(entries)
+    duplicates = sorted({v for v in versions if versions.count(v) > 1}) if len(set(versions)) != len(versions) else []
+    assert not duplicates, f"versions appended twice: {duplicates[:20]}"
+    missing = sorted(set(range(1, head + 1)) - set(versions))
+    assert not missing, f"versions missing from the stream: {missing[:20]} (of 1..{head})"
+    assert versions == list(range(1, head + 1)), f"the stream's versions are not 1..{head}: {versions[:5]}...{versions[-5:]}"
+    for entry_id, fields in entries:
+        assert "e" in fields and "n" in fields, f"entry {entry_id} lacks e or n: {fields}"
+        assert isinstance(json.loads(fields["e"]), (dict, list)), f"entry {entry_id}'s e is not a JSON record: {fields['e'][:200]}"
+        assert fields["n"], f"entry {entry_id} names no node"
+    return entries
+
+
+# ---------------------------------------------------------------------------------------------
+# Nodes
+
+
+class Cluster:
+    """Starts reactord nodes on one Redis and one cluster key, through conftest's `reactord` factory
+    (so every node is stopped at teardown and must exit 0, unless the test kill()ed it)."""
+
+    def __init__(self, redis: RedisServer, reactord, key: str = "e2e"):
+        self.redis = redis
+        self._reactord = reactord
+        self.key = key
+
+    def flags(self, name: str, *extra: str) -> list[str]:
+        return ["--redis", self.redis.url, "--redis-key", self.key, "--node-name", name, *extra]
+
+    def node(self, name: str, *extra: str) -> Reactord:
+        server = self._reactord(*self.flags(name, *extra))
+        server.name = name
+        server.extra = extra
+        return server
+
+    def nodes(self, *names: str, extra: tuple[str, ...] = ()) -> list[Reactord]:
+        return [self.node(name, *extra) for name in names]
+
+    def restart(self, node: Reactord) -> Reactord:
+        """The same node (name and flags) started again, after it stopped or was killed."""
+        assert node.process.poll() is not None, "the node is still running"
+        return self.node(node.name, *node.extra)
+
+    def stream(self):
+        return self.redis.stream(self.key)
+
+    def meta(self):
+        return self.redis.meta(self.key)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP
+
+
+def state_and_version(node: Reactord, query: str = "") -> tuple[object, int]:
+    answer = request(node, "GET", "/state" + query)
+    assert answer.status == 200, answer
+    etag = answer.header("ETag")
+    assert etag and etag.startswith('"') and etag.endswith('"'), answer
+    return answer.json(), int(etag.strip('"'))
+
+
+def fire(node: Reactord, event, headers: dict | None = None) -> int:
+    """POSTs one event (or an array) to `node`, asserting a 200; its version."""
+    answer = request(node, "POST", "/events", body=event, headers=headers)
+    assert answer.status == 200, (node.name, answer)
+    return answer.json()["version"]
+
+
+def wait_until(condition, timeout: float = 10, interval: float = 0.02, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{message} not reached within {timeout} s")
+        time.sleep(interval)
+
+
+def wait_for_version(nodes: list[Reactord], version: int, timeout: float = 10) -> list[tuple[object, int]]:
+    """Waits for every node's GET /state to reach `version`; each one's (state, version) then."""
+    results = []
+    for node in nodes:
+        deadline = time.monotonic() + timeout
+        while True:
+            state, current = state_and_version(node)
+            if current >= version:
+                break
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"node {node.name} stayed at version {current}, not {version}, for {timeout} s")
+            time.sleep(0.02)
+        results.append((state, current))
+    return results
+
+
+def assert_converged(nodes: list[Reactord], version: int, expected=None, timeout: float = 10):
+    """Every node reaches `version`, no further, with the same state (and `expected`, if given)."""
+    results = wait_for_version(nodes, version, timeout)
+    for node, (state, current) in zip(nodes, results):
+        assert current == version, f"node {node.name} is at version {current}, beyond {version}"
+        assert state == results[0][0], f"node {node.name} has {state}, node {nodes[0].name} {results[0][0]}"
+    if expected is not None:
+        assert results[0][0] == expected, f"the nodes agree on {results[0][0]}, not {expected}"
+    return results[0][0]
+
+
+def cluster_info(node: Reactord) -> dict:
+    answer = request(node, "GET", "/cluster")
+    assert answer.status == 200, answer
+    assert (answer.header("Content-Type") or "").startswith("application/json"), answer
+    info = answer.json()
+    assert isinstance(info, dict), info
+    return info
+
+
+def node_names(nodes) -> set[str]:
+    """The names in /cluster's `nodes`: a list of names, or of objects naming one (`name` or `node`)."""
+    assert isinstance(nodes, list), f"`nodes` is not a list: {nodes!r}"
+    names = set()
+    for item in nodes:
+        if isinstance(item, dict):
+            item = item.get("name", item.get("node"))
+        assert isinstance(item, str), f"cannot read a node name from {item!r} in {nodes!r}"
+        names.add(item)
+    return names
+
+
+class Firer(threading.Thread):
+    """Fires events at one node on one keep-alive connection, each after the previous answer, until
+    `count` are sent, `stop` is set, or the connection breaks (the node was killed).
+
+    `event(i)` gives the i-th event. Answers are kept: `versions` of the 2xx ones, in order,
+    `refused` [(status, body)] of the others, and `unanswered`, the requests sent with no answer
+    (at most one, when the connection broke mid-request)."""
+
+    def __init__(self, node: Reactord, event, count: int | None = None, stop: threading.Event | None = None,
+                 stop_on_refusal: bool = True, headers: dict | None = None):
+        super().__init__(daemon=True)
+        self.node = node
+        self.event = event
+        self.count = count
+        self.stop = stop or threading.Event()
+        self.stop_on_refusal = stop_on_refusal
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        self.versions: list[int] = []
+        self.refused: list[tuple[int, bytes]] = []
+        self.unanswered = 0
+        self.broken: BaseException | None = None
+
+    @property
+    def acked(self) -> int:
+        return len(self.versions)
+
+    def run(self) -> None:
+        connection = http.client.HTTPConnection(HOST, self.node.port, timeout=10)
+        try:
+            sent = 0
+            while not self.stop.is_set() and (self.count is None or sent < self.count):
+                body = json.dumps(self.event(sent))
+                sent += 1
+                self.unanswered += 1
+                connection.request("POST", "/events", body=body, headers=self.headers)
+                answer = connection.getresponse()
+                data = answer.read()
+                self.unanswered -= 1
+                if 200 <= answer.status < 300:
+                    self.versions.append(json.loads(data)["version"])
+                else:
+                    self.refused.append((answer.status, data[:300]))
+                    if self.stop_on_refusal:
+                        return
+        except (OSError, http.client.HTTPException) as error:
+            self.broken = error  # the node is gone
+        finally:
+            connection.close()
+
+
+def run_firers(firers: list[Firer], timeout: float = 30) -> None:
+    for firer in firers:
+        firer.start()
+    deadline = time.monotonic() + timeout
+    for firer in firers:
+        firer.join(max(0.1, deadline - time.monotonic()))
+    alive = [firer.node.name for firer in firers if firer.is_alive()]
+    if alive:
+        for firer in firers:
+            firer.stop.set()
+        raise AssertionError(f"firing at {alive} did not finish within {timeout} s")
+
+
+# ---------------------------------------------------------------------------------------------
+# Server-Sent Events with curl -N
+
+
+def parse_sse(text: str) -> list[dict]:
+    """SSE records as dicts of field -> value (comments under ":"), in order."""
+    records = []
+    for block in text.split("\n\n"):
+        if not block.strip():
+            continue
+        record: dict = {}
+        for line in block.split("\n"):
+            if line.startswith(":"):
+                record.setdefault(":", []).append(line[1:].strip())
+                continue
+            name, _, value = line.partition(":")
+            record[name] = value[1:] if value.startswith(" ") else value
+        records.append(record)
+    return records
+
+
+class SSEStream:
+    """`curl -sS -N -i` on a node's stream, read as it comes (ended at --max-time at the latest)."""
+
+    def __init__(self, node: Reactord, target: str = "/stream", *args: str, max_time: float = 25):
+        self.process = subprocess.Popen(
+            ["curl", "-sS", "-N", "-i", "--max-time", str(max_time), *args, f"http://{HOST}:{node.port}{target}"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.chunks: queue.Queue = queue.Queue()
+        self.buffer = ""
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.status, self.headers = self._head()
+
+    def _pump(self) -> None:
+        while True:
+            chunk = self.process.stdout.read1(65536)
+            self.chunks.put(chunk)
+            if not chunk:
+                return
+
+    def _fill(self, timeout: float) -> None:
+        chunk = self.chunks.get(timeout=timeout)
+        if not chunk:
+            raise EOFError(f"the stream ended; got {self.buffer[-500:]!r}")
+        self.buffer += chunk.decode()
+
+    def _head(self):
+        deadline = time.monotonic() + 5
+        while "\r\n\r\n" not in self.buffer:
+            try:
+                self._fill(max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TimeoutError(f"no response head within 5 s; have {self.buffer!r}") from None
+        head, _, self.buffer = self.buffer.partition("\r\n\r\n")
+        lines = head.split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return int(lines[0].split()[1]), headers
+
+    def record(self, timeout: float = 5) -> dict:
+        deadline = time.monotonic() + timeout
+        while "\n\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no record within {timeout} s; have {self.buffer[-500:]!r}")
+            try:
+                self._fill(remaining)
+            except queue.Empty:
+                continue
+        block, _, self.buffer = self.buffer.partition("\n\n")
+        return parse_sse(block + "\n\n")[0]
+
+    def message(self, timeout: float = 5) -> tuple[dict, dict]:
+        """The next data record (comments and retry skipped): the record and its parsed data."""
+        while True:
+            record = self.record(timeout)
+            if "data" in record:
+                return record, json.loads(record["data"])
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait(5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def finished_sse(node: Reactord, target: str, *args: str, seconds: float = 1.5) -> tuple[int, list[dict]]:
+    """curl -N for `seconds`, then everything it printed: (status, records)."""
+    done = subprocess.run(
+        ["curl", "-sS", "-N", "-i", "--max-time", str(seconds), *args, f"http://{HOST}:{node.port}{target}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=seconds + 10,
+    )
+    assert done.returncode == 28, f"curl ended with {done.returncode}, not at --max-time: {done.stderr!r}"
+    head, _, body = done.stdout.decode().partition("\r\n\r\n")
+    return int(head.split()[1]), parse_sse(body)
+
+
+def problem_of(answer: Response) -> dict:
+    """An RFC 9457 problem body, checked loosely: problem+json, a /problems/ type, the status."""
+    assert answer.header("Content-Type") == "application/problem+json", answer
+    problem = answer.json()
+    assert isinstance(problem.get("type"), str) and problem["type"].startswith("/problems/"), problem
+    assert problem.get("status") == answer.status, problem
+    assert isinstance(problem.get("detail"), str) and problem["detail"], problem
+    return problem

@@ -1,0 +1,619 @@
+"""Scale-out: several reactord nodes act as one Core on Redis (`--redis URL --redis-key KEY
+--node-name NAME`).
+
+Each test starts its own redis-server (appendonly, an fsync per write, on a free loopback port, in
+its own directory) and its own nodes on it; the helpers are in cluster.py. What is checked:
+
+- one total order over events fired concurrently on every node: each version answered once, the
+  stream holds versions 1..N without a gap, every node ends with the same state and ETag;
+- an acknowledged event is in the Redis stream before its answer;
+- subscribers (WebSocket and SSE) on one node see the events fired on the others, as the same
+  versions in order, and resume on another node with `since` / `Last-Event-ID`;
+- a node killed with SIGKILL while events flow loses nothing acknowledged and duplicates nothing;
+  restarted, it catches up, and so does a node started late;
+- Redis stopped (SIGTERM, SIGKILL) or frozen (SIGSTOP): writes are refused with 503 within the
+  `--redis-timeout`, reads keep the last state, /readyz says not ready; Redis back: writes again,
+  nothing acknowledged lost;
+- Redis restarted empty: the nodes notice the lost history and refuse writes rather than start a
+  new one, and keep serving the last state;
+- an `Idempotency-Key` applies once whichever nodes the retries reach;
+- an event the state refuses once the node has caught up answers 422, never 5xx;
+- `--data-dir` with `--redis` is refused at start; `GET /cluster` describes the node and its peers.
+
+Nodes are conftest's `reactord` processes: each one is stopped with SIGTERM at teardown and must
+exit 0 (before the Redis it runs on is stopped), except one a test kill()ed.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import signal
+import threading
+import time
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+
+from cluster import (
+    Cluster,
+    Firer,
+    RedisServer,
+    SSEStream,
+    assert_contiguous_stream,
+    assert_converged,
+    cluster_info,
+    finished_sse,
+    fire,
+    log_key,
+    node_names,
+    problem_of,
+    run_firers,
+    state_and_version,
+    stream_versions,
+    wait_for_version,
+    wait_until,
+)
+from conftest import assert_problem, post_events, request, run_reactord
+from journal import all_history
+from subscriptions import apply_patch, assert_same_json, assert_silent, next_json, subscribe
+
+INCREMENT = {"type": "increment", "path": "/n"}
+# --redis-timeout for the tests that take Redis away, and how much later than it a refusal may come
+# (a debug build on a loaded 2-core machine).
+REDIS_TIMEOUT = 1.0
+SLACK = 3.0
+# How long Redis coming back may take to be noticed.
+RECOVERY_DEADLINE = 15.0
+
+
+@pytest.fixture
+def redis(tmp_path):
+    """A redis-server of the test's own, stopped at teardown (after the nodes: see `cluster`)."""
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def cluster(redis, reactord) -> Cluster:
+    # `redis` is set up before `reactord`, so torn down after it: the nodes stop while Redis is up.
+    return Cluster(redis, reactord)
+
+
+def keyed(key: str) -> dict:
+    return {"Idempotency-Key": key}
+
+
+def varied_event(i: int) -> dict:
+    """The i-th of a series of events of every type, each of which changes the state."""
+    kind = i % 5
+    if kind == 0:
+        return {"type": "increment", "path": "/n"}
+    if kind == 1:
+        return {"type": "append", "path": "/log", "value": f"entry {i}"}
+    if kind == 2:
+        return {"type": "set", "path": f"/k/{i % 4}", "value": [i, {"i": i}]}
+    if kind == 3:
+        return {"type": "merge", "path": "/m", "value": {f"f{i % 3}": i, "last": f"{i}"}}
+    return {"type": "patch", "ops": [{"op": "add", "path": f"/p{i}", "value": {"i": i}}]}
+
+
+def drain(ws, quiet: float = 0.3, limit: float = 3.0) -> list[dict]:
+    """Every message the socket gets until it is quiet for `quiet` s (or closes), at most `limit` s."""
+    messages = []
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            messages.append(json.loads(ws.recv(timeout=quiet)))
+        except TimeoutError:
+            break
+        except ConnectionClosed:
+            break
+    return messages
+
+
+# ---------------------------------------------------------------------------------------------
+# One total order
+
+
+@pytest.mark.time_limit(60)
+def test_events_fired_concurrently_on_three_nodes_take_one_total_order(cluster):
+    nodes = cluster.nodes("a", "b", "c")
+    per_node = 200
+    total = per_node * len(nodes)
+    firers = [Firer(node, lambda i: INCREMENT, count=per_node) for node in nodes]
+    run_firers(firers, timeout=45)
+    for firer in firers:
+        assert firer.broken is None and not firer.refused, (firer.node.name, firer.broken, firer.refused[:3])
+        assert firer.acked == per_node
+        assert firer.versions == sorted(set(firer.versions)), f"node {firer.node.name} answered versions out of order"
+    # Every version answered exactly once, across the nodes: one total order.
+    assert sorted(v for firer in firers for v in firer.versions) == list(range(1, total + 1))
+    assert_converged(nodes, total, {"n": total})
+    etags = {request(node, "GET", "/state").header("ETag") for node in nodes}
+    assert etags == {f'"{total}"'}
+
+    # The stream: versions 1..total, each appended by the node that answered it.
+    entries = assert_contiguous_stream(cluster.redis, cluster.key, total)
+    assert collections.Counter(fields["n"] for _, fields in entries) == {node.name: per_node for node in nodes}
+    for firer in firers:
+        wrong = [v for v in firer.versions if entries[v - 1][1]["n"] != firer.node.name]
+        assert not wrong, f"versions answered by {firer.node.name} but appended by others: {wrong[:10]}"
+    assert all("increment" in fields["e"] for _, fields in entries), entries[0]
+    meta = cluster.meta()
+    assert int(meta["version"]) == total, meta
+    assert meta.get("epoch"), meta
+
+    # Every node reads the same past back.
+    for node in nodes:
+        assert state_and_version(node, "?version=123") == ({"n": 123}, 123)
+    history = all_history(nodes[2], since=0, limit=1000)
+    assert [line["version"] for line in history] == list(range(1, total + 1))
+    assert all(line["event"]["type"] == "increment" for line in history)
+
+
+def test_an_acknowledged_event_is_in_redis_before_its_answer(cluster):
+    nodes = cluster.nodes("a", "b")
+    for i in range(20):
+        node = nodes[i % 2]
+        event = {"type": "set", "path": f"/s{i}", "value": f"value {i}"}
+        version = fire(node, event)
+        assert version == i + 1
+        # Read right after the 200: the entry is there, appended by that node, with that event.
+        entries = cluster.redis.command("XRANGE", log_key(cluster.key), f"{version}-0", f"{version}-0")
+        assert len(entries) == 1, f"version {version} was acknowledged before it was in the stream"
+        fields = dict(zip(entries[0][1][0::2], entries[0][1][1::2]))
+        assert fields["n"] == node.name
+        assert f"value {i}" in fields["e"] and f"/s{i}" in fields["e"], fields
+        assert int(cluster.meta()["version"]) >= version
+    assert_converged(nodes, 20)
+
+
+# ---------------------------------------------------------------------------------------------
+# Subscriptions across nodes
+
+
+@pytest.mark.time_limit(60)
+def test_a_websocket_subscriber_sees_every_node_s_events_in_order_and_resumes_on_another_node(cluster):
+    a, b, c = cluster.nodes("a", "b", "c")
+    with subscribe(b) as ws:
+        assert next_json(ws) == {"type": "snapshot", "version": 0, "state": {}}
+        mirror, version = {}, 0
+
+        def expect_patch(expected_version: int) -> None:
+            nonlocal mirror, version
+            message = next_json(ws)
+            assert message["type"] == "patch" and message["version"] == expected_version, (expected_version, message)
+            mirror = apply_patch(mirror, message["ops"])
+            version = expected_version
+
+        # Fired one after the other on A, B (over the subscriber's own socket, every other time) and C.
+        for i in range(30):
+            event = varied_event(i)
+            target = (a, b, c)[i % 3]
+            if target is b and i % 2:
+                ws.send(json.dumps({"type": "fire", "id": f"w{i}", "event": event}))
+                expect_patch(version + 1)
+                assert next_json(ws) == {"type": "ack", "id": f"w{i}", "version": version}
+            else:
+                fired = fire(target, event)
+                assert fired == version + 1
+                expect_patch(fired)
+        state, current = state_and_version(b)
+        assert current == version
+        assert_same_json(mirror, state, "the patches B pushed do not rebuild B's state")
+
+        # Fired concurrently on A and C: B pushes every version, in order, none twice.
+        per_node = 40
+        firers = [
+            Firer(node, lambda i, name=node.name: {"type": "append", "path": "/log", "value": f"{name}-{i}"}, count=per_node)
+            for node in (a, c)
+        ]
+        run_firers(firers, timeout=30)
+        for firer in firers:
+            assert firer.acked == per_node, (firer.node.name, firer.broken, firer.refused[:3])
+        last = version + 2 * per_node
+        while version < last:
+            expect_patch(version + 1)
+        assert_silent(ws, 0.3)
+        state = assert_converged([a, b, c], last)
+        assert_same_json(mirror, state, "the patches B pushed do not rebuild the cluster's state")
+        assert sorted(state["log"][-2 * per_node:]) == sorted(f"{n}-{i}" for n in "ac" for i in range(per_node))
+
+    # Disconnected at `last`; ten more events; resumed on C with since=last: exactly those ten.
+    resumed_from = last
+    for i in range(10):
+        assert fire(a, {"type": "set", "path": f"/after/{i}", "value": i}) == resumed_from + 1 + i
+    with subscribe(c, since=resumed_from) as ws:
+        for expected in range(resumed_from + 1, resumed_from + 11):
+            message = next_json(ws)
+            assert message["type"] == "patch" and message["version"] == expected, (expected, message)
+            mirror = apply_patch(mirror, message["ops"])
+        assert_silent(ws, 0.3)
+    state = assert_converged([a, b, c], resumed_from + 10)
+    assert_same_json(mirror, state, "resuming on C did not rebuild the state")
+
+
+def test_an_sse_stream_on_one_node_sees_events_fired_on_the_others(cluster):
+    a, b, c = cluster.nodes("a", "b", "c")
+    first = fire(a, {"type": "set", "path": "/players", "value": [{"name": "Ayla", "level": 1}]})
+    with SSEStream(a) as stream:
+        assert stream.status == 200
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        record, snapshot = stream.message()
+        assert (record["id"], record["event"]) == (str(first), "snapshot")
+        mirror = snapshot["state"]
+        for i in range(20):
+            event = varied_event(i) if i % 4 else {"type": "increment", "path": "/players/0/level"}
+            version = fire((b, c)[i % 2], event)
+            assert version == first + 1 + i
+            record, message = stream.message()
+            assert (record["id"], record["event"]) == (str(version), "patch"), record
+            assert message["version"] == version
+            mirror = apply_patch(mirror, message["ops"])
+        last = first + 20
+        state = assert_converged([a, b, c], last)
+        assert_same_json(mirror, state, "the SSE patches on A do not rebuild the state")
+    # Resumed with Last-Event-ID on B: the versions after it, and nothing else.
+    status, records = finished_sse(b, "/stream", "-H", f"Last-Event-ID: {first + 9}")
+    assert status == 200
+    data = [record for record in records if "data" in record]
+    assert [(r["id"], r["event"]) for r in data] == [(str(v), "patch") for v in range(first + 10, last + 1)]
+
+
+# ---------------------------------------------------------------------------------------------
+# A node killed
+
+
+@pytest.mark.time_limit(60)
+def test_a_node_killed_mid_flow_loses_and_duplicates_nothing_and_catches_up_when_restarted(cluster):
+    a, b, c = cluster.nodes("a", "b", "c")
+    stop = threading.Event()
+    firers = [Firer(node, lambda i: INCREMENT, stop=stop) for node in (a, a, b, b, c, c)]
+    survivors, on_c = firers[:4], firers[4:]
+    for firer in firers:
+        firer.start()
+    try:
+        wait_until(lambda: all(firer.acked >= 20 for firer in firers), 20, message="20 events acknowledged by every client")
+        c.kill()
+        wait_until(lambda: not any(firer.is_alive() for firer in on_c), 10, message="C's clients noticing C is gone")
+        # A and B keep acknowledging after C died.
+        after_kill = sum(firer.acked for firer in survivors)
+        wait_until(lambda: sum(firer.acked for firer in survivors) >= after_kill + 60, 15, message="60 more events on A and B")
+    finally:
+        stop.set()
+        for firer in firers:
+            firer.join(10)
+    assert not any(firer.is_alive() for firer in firers), "a client did not finish"
+    for firer in survivors:
+        assert firer.broken is None and not firer.refused, (firer.node.name, firer.broken, firer.refused[:3])
+    for firer in on_c:
+        assert not firer.refused, firer.refused[:3]
+        assert firer.unanswered <= 1
+    acked = collections.Counter()
+    for firer in firers:
+        acked[firer.node.name] += firer.acked
+    in_flight = sum(firer.unanswered for firer in on_c)
+    versions = [v for firer in firers for v in firer.versions]
+    assert len(set(versions)) == len(versions), "a version was answered twice"
+
+    # The stream: 1..head, no gap, no duplicate; what A and B acknowledged exactly, what C did plus
+    # at most the events in flight when it died (appended, their answers lost).
+    entries = cluster.stream()
+    head = stream_versions(entries)[-1]
+    assert_contiguous_stream(cluster.redis, cluster.key, head)
+    assert int(cluster.meta()["version"]) == head
+    appended = collections.Counter(fields["n"] for _, fields in entries)
+    assert set(appended) <= {"a", "b", "c"}, appended
+    assert appended["a"] == acked["a"] and appended["b"] == acked["b"], (appended, acked)
+    assert acked["c"] <= appended["c"] <= acked["c"] + in_flight, (appended, acked, in_flight)
+    assert max(versions) <= head
+    total_acked = sum(acked.values())
+    assert total_acked <= head <= total_acked + in_flight
+    assert_converged([a, b], head, {"n": head})
+
+    # C again, with the same flags: it catches up, serves the same state and takes events.
+    c = cluster.restart(c)
+    assert_converged([a, b, c], head, {"n": head})
+    assert fire(c, INCREMENT) == head + 1
+    # A fourth node, started late on a fresh process: the same state.
+    d = cluster.node("d")
+    assert_converged([a, b, c, d], head + 1, {"n": head + 1})
+    assert fire(d, INCREMENT) == head + 2
+    assert_converged([a, b, c, d], head + 2, {"n": head + 2})
+    assert_contiguous_stream(cluster.redis, cluster.key, head + 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Redis away
+
+
+def assert_refused_for_redis(answer, started: float, what: str) -> dict:
+    elapsed = time.monotonic() - started
+    assert answer.status == 503, (what, answer)
+    assert elapsed <= REDIS_TIMEOUT + SLACK, f"{what} took {elapsed:.2f} s to be refused (--redis-timeout {REDIS_TIMEOUT})"
+    problem = problem_of(answer)
+    retry_after = answer.header("Retry-After")
+    assert retry_after is not None and retry_after.isdigit(), answer
+    return problem
+
+
+def write_until_acknowledged(node, path: str, deadline: float) -> int:
+    """Fires increments of `path` until one is acknowledged (Redis is back); how many were sent.
+    Every answer before is a 503 problem."""
+    attempts = 0
+    while True:
+        attempts += 1
+        answer = request(node, "POST", "/events", body={"type": "increment", "path": path}, timeout=REDIS_TIMEOUT + SLACK + 2)
+        if answer.status == 200:
+            return attempts
+        assert answer.status == 503, (node.name, answer)
+        problem_of(answer)
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"node {node.name} still refused writes {RECOVERY_DEADLINE} s after Redis came back: {answer}")
+        time.sleep(0.1)
+
+
+@pytest.mark.time_limit(60)
+@pytest.mark.parametrize("how", ["sigterm", "sigkill", "sigstop"])
+def test_redis_away_refuses_writes_keeps_reads_and_recovers_with_nothing_lost(cluster, how):
+    """SIGTERM and SIGKILL end redis-server (then it is started again on the same port and
+    directory, its append-only file intact); SIGSTOP freezes it, connections open and unanswered,
+    which only --redis-timeout can tell (then SIGCONT)."""
+    a, b = cluster.nodes("a", "b", extra=("--redis-timeout", str(REDIS_TIMEOUT)))
+    for i in range(10):
+        fire((a, b)[i % 2], INCREMENT)
+    assert_converged([a, b], 10, {"n": 10})
+    epoch = cluster.meta()["epoch"]
+    refused_writes = 0
+    with subscribe(b) as ws:
+        assert next_json(ws)["version"] == 10
+        if how == "sigstop":
+            cluster.redis.pause()
+        else:
+            cluster.redis.stop(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
+        try:
+            started = time.monotonic()
+            answer = request(a, "POST", "/events", body={"type": "increment", "path": "/lost"}, timeout=REDIS_TIMEOUT + SLACK + 2)
+            refused_writes += 1
+            assert_refused_for_redis(answer, started, "a POST on A")
+
+            started = time.monotonic()
+            ws.send(json.dumps({"type": "fire", "id": "while-down", "event": {"type": "increment", "path": "/lost"}}))
+            refused_writes += 1
+            message = next_json(ws, timeout=REDIS_TIMEOUT + SLACK)
+            assert message.get("type") == "error" and message.get("id") == "while-down", message
+            assert message["problem"]["status"] == 503, message
+            assert time.monotonic() - started <= REDIS_TIMEOUT + SLACK
+
+            started = time.monotonic()
+            answer = request(b, "POST", "/events", body={"type": "increment", "path": "/lost"}, timeout=REDIS_TIMEOUT + SLACK + 2)
+            refused_writes += 1
+            assert_refused_for_redis(answer, started, "a POST on B")
+
+            for node in (a, b):
+                wait_until(lambda: request(node, "GET", "/readyz").status != 200, REDIS_TIMEOUT + SLACK,
+                           message=f"/readyz on {node.name} not 200 while Redis is away")
+                assert state_and_version(node) == ({"n": 10}, 10), f"{node.name} stopped serving its last state"
+                info = cluster_info(node)
+                assert info.get("redis") != "connected", info
+                assert info.get("version") == 10, info
+        finally:
+            if how == "sigstop":
+                cluster.redis.resume()
+            else:
+                cluster.redis.start()
+
+    # Redis back: writes acknowledged again on both nodes, within a few seconds.
+    deadline = time.monotonic() + RECOVERY_DEADLINE
+    probes = sum(write_until_acknowledged(node, "/probe", deadline) for node in (a, b))
+    for node in (a, b):
+        wait_until(lambda: request(node, "GET", "/readyz").status == 200, RECOVERY_DEADLINE, message=f"/readyz on {node.name} 200 again")
+    for i in range(10):
+        fire((a, b)[i % 2], INCREMENT)
+    head = int(cluster.meta()["version"])
+    state = assert_converged([a, b], head)
+    assert state["n"] == 20, f"acknowledged increments lost or doubled: {state}"
+    assert 2 <= state["probe"] <= probes, state
+    if how == "sigstop":
+        # A write refused on a timeout may still have reached the frozen Redis and be applied once
+        # it thaws; never more than once.
+        assert state.get("lost", 0) <= refused_writes, state
+    else:
+        assert "lost" not in state, f"a write refused while Redis was down was applied: {state}"
+    assert cluster.meta()["epoch"] == epoch, "the cluster's epoch changed across a Redis restart"
+    assert_contiguous_stream(cluster.redis, cluster.key, head)
+
+
+@pytest.mark.time_limit(60)
+def test_redis_restarted_empty_is_noticed_and_writes_are_refused_not_a_new_history(cluster):
+    a, b = cluster.nodes("a", "b", extra=("--redis-timeout", str(REDIS_TIMEOUT)))
+    for i in range(6):
+        fire((a, b)[i % 2], varied_event(i))
+    last_state = assert_converged([a, b], 6)
+    with subscribe(b) as ws:
+        assert next_json(ws) == {"type": "snapshot", "version": 6, "state": last_state}
+        cluster.redis.stop(signal.SIGKILL)
+        cluster.redis.start(empty=True)
+        assert cluster.redis.stream_length(cluster.key) == 0
+
+        # Each node finds the history gone: writes refused with a problem that says so; never a 200.
+        deadline = time.monotonic() + RECOVERY_DEADLINE
+        for node in (a, b):
+            while True:
+                answer = request(node, "POST", "/events", body=INCREMENT, timeout=REDIS_TIMEOUT + SLACK + 2)
+                assert answer.status == 503, f"node {node.name} took a write on a Redis that lost the history: {answer}"
+                problem = problem_of(answer)
+                if re.search(r"epoch|histor", problem["detail"], re.IGNORECASE):
+                    break
+                if time.monotonic() >= deadline:
+                    raise AssertionError(f"node {node.name} never said the history was lost: {problem}")
+                time.sleep(0.1)
+
+        # And goes on refusing, not ready, serving the last state it had.
+        time.sleep(1)
+        for node in (a, b):
+            answer = request(node, "POST", "/events", body={"type": "set", "path": "/new", "value": 1})
+            assert answer.status == 503, answer
+            assert re.search(r"epoch|histor", problem_of(answer)["detail"], re.IGNORECASE), answer
+            assert request(node, "GET", "/readyz").status != 200
+            assert state_and_version(node) == (last_state, 6), f"node {node.name} shows another history"
+        assert cluster.redis.stream_length(cluster.key) == 0, cluster.stream()
+        pushed = [m for m in drain(ws) if m.get("type") in ("snapshot", "patch", "state")]
+        assert not pushed, f"the subscriber on B was shown another history: {pushed[:3]}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Idempotency and rejections across nodes
+
+
+def test_an_idempotency_key_applies_once_whichever_nodes_the_retries_reach(cluster):
+    a, b, c = cluster.nodes("a", "b", "c")
+    first = post_events(a, INCREMENT, headers=keyed("order-1"))
+    assert first.status == 200 and first.json() == {"version": 1}, first
+    assert first.header("Idempotent-Replayed") is None
+    # Retried at once on B (which may not have applied version 1 yet): the first answer, replayed.
+    retry = post_events(b, INCREMENT, headers=keyed("order-1"))
+    assert retry.status == 200 and retry.json() == {"version": 1}, retry
+    assert retry.header("Idempotent-Replayed") == "true"
+    # The key with another request, on C: refused.
+    assert_problem(post_events(c, {"type": "increment", "path": "/n", "by": 5}, headers=keyed("order-1")), 422, "idempotency-key-reused")
+
+    # The same request reaching two nodes at the same moment: applied once.
+    answers: dict[str, object] = {}
+    barrier = threading.Barrier(2, timeout=5)
+
+    def send(node):
+        barrier.wait()
+        answers[node.name] = post_events(node, INCREMENT, headers=keyed("order-2"))
+
+    threads = [threading.Thread(target=send, args=(node,), daemon=True) for node in (a, c)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(answers) == 2, answers
+    fresh = [answer for answer in answers.values() if answer.status == 200 and answer.header("Idempotent-Replayed") is None]
+    assert len(fresh) == 1, f"applied {len(fresh)} times: {answers}"
+    assert fresh[0].json() == {"version": 2}
+    for answer in answers.values():
+        if answer is not fresh[0]:
+            if answer.status == 409:
+                assert_problem(answer, 409, "idempotent-request-in-progress")
+            else:
+                assert answer.status == 200 and answer.header("Idempotent-Replayed") == "true", answer
+                assert answer.json() == {"version": 2}
+    replay = post_events(b, INCREMENT, headers=keyed("order-2"))
+    assert replay.status == 200 and replay.json() == {"version": 2} and replay.header("Idempotent-Replayed") == "true", replay
+
+    assert_converged([a, b, c], 2, {"n": 2})
+    assert_contiguous_stream(cluster.redis, cluster.key, 2)
+
+
+@pytest.mark.time_limit(60)
+def test_an_event_refused_by_the_caught_up_state_answers_422_not_5xx(cluster):
+    a, b = cluster.nodes("a", "b")
+    rounds = 15
+    acknowledged = 0
+    increments_applied = 0
+
+    def b_has(path: str, value) -> bool:
+        answer = request(b, "GET", f"/state?path={path}")
+        return answer.status == 200 and answer.json() == value
+
+    # B holds /xI as a number; A makes it a string (acknowledged); B is asked at once to increment it,
+    # before it has necessarily applied A's event: the total order puts the string first.
+    for i in range(rounds):
+        path = f"/x{i}"
+        fire(a, {"type": "set", "path": path, "value": 0})
+        wait_until(lambda: b_has(path, 0), 10, message=f"B applying {path} = 0")
+        fire(a, {"type": "set", "path": path, "value": "text"})
+        answer = post_events(b, {"type": "increment", "path": path})
+        assert answer.status < 500, f"round {i}: a rejection after catching up answered {answer}"
+        assert_problem(answer, 422, "event-rejected")
+        acknowledged += 2
+
+    # The same two at the same moment: either order is fine, a 5xx never is.
+    for i in range(rounds):
+        path = f"/y{i}"
+        fire(a, {"type": "set", "path": path, "value": 0})
+        wait_until(lambda: b_has(path, 0), 10, message=f"B applying {path} = 0")
+        barrier = threading.Barrier(2, timeout=5)
+        answers = {}
+
+        def send(node, event):
+            barrier.wait()
+            answers[node.name] = post_events(node, event)
+
+        threads = [
+            threading.Thread(target=send, args=(a, {"type": "set", "path": path, "value": "text"}), daemon=True),
+            threading.Thread(target=send, args=(b, {"type": "increment", "path": path}), daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert answers["a"].status == 200, answers["a"]
+        increment = answers["b"]
+        assert increment.status < 500, f"round {i}: {increment}"
+        if increment.status == 200:
+            assert increment.json()["version"] < answers["a"].json()["version"], (increment, answers["a"])
+            increments_applied += 1
+        else:
+            assert_problem(increment, 422, "event-rejected")
+        acknowledged += 2 + (increment.status == 200)
+
+    head = acknowledged
+    state = assert_converged([a, b], head)
+    assert all(state[f"x{i}"] == "text" and state[f"y{i}"] == "text" for i in range(rounds)), state
+    entries = assert_contiguous_stream(cluster.redis, cluster.key, head)
+    assert sum('"increment"' in fields["e"] for _, fields in entries) == increments_applied, "a refused event is in the stream"
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration and introspection
+
+
+def test_data_dir_together_with_redis_is_refused_at_start(redis, tmp_path):
+    data_dir = tmp_path / "data"
+    done = run_reactord("--port", "0", "--redis", redis.url, "--redis-key", "e2e", "--node-name", "a", "--data-dir", str(data_dir))
+    # A usage error, as every conflicting setting is (EX_USAGE).
+    assert done.returncode == 64, done
+    output = done.stdout + done.stderr
+    assert "--data-dir" in output, output
+    assert re.search(r"--redis(?![-\w])", output), f"the message does not name --redis: {output}"
+    assert redis.stream_length("e2e") == 0 and redis.meta("e2e") == {}
+
+
+def test_get_cluster_names_the_node_its_versions_redis_and_its_peers(cluster):
+    nodes = cluster.nodes("a", "b", "c")
+    for i in range(5):
+        fire(nodes[i % 3], INCREMENT)
+    assert_converged(nodes, 5)
+    for node in nodes:
+        others = {other.name for other in nodes if other is not node}
+
+        def sees_the_others():
+            info = cluster_info(node)
+            names = node_names(info.get("nodes"))
+            return info if others <= names else None
+
+        info = wait_until(sees_the_others, 10, interval=0.1, message=f"node {node.name} listing {sorted(others)}")
+        assert info["node"] == node.name, info
+        assert info["version"] == 5 and info["head"] == 5, info
+        assert info["redis"] == "connected", info
+        assert node.name not in node_names(info["nodes"]), f"{node.name} lists itself among the others: {info}"
+    # Events fired on A move C's version and head.
+    assert fire(nodes[0], INCREMENT) == 6
+    wait_for_version([nodes[2]], 6)
+
+    def c_at_6():
+        info = cluster_info(nodes[2])
+        return info if (info["version"], info["head"]) == (6, 6) else None
+
+    assert wait_until(c_at_6, 10, message="C's /cluster at version and head 6")["node"] == "c"
