@@ -113,6 +113,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds Redis may take to answer before this node counts it unreachable (default 2).")
     var redisTimeout: Double?
 
+    @Option(help: "Replicas of the Redis primary that must confirm each append (WAIT) before it is acknowledged (default 0).")
+    var redisWaitReplicas: Int?
+
     @Option(help: "Events per second each token may fire, unless its config entry says otherwise (default: no limit).")
     var eventRateLimit: Double?
 
@@ -168,6 +171,7 @@ struct Serve: ParsableCommand {
         settings.redisKey = redisKey
         settings.nodeName = nodeName
         settings.redisTimeout = redisTimeout
+        settings.redisWaitReplicas = redisWaitReplicas
         return settings
     }
 

@@ -36,6 +36,7 @@ struct Settings {
     var redisKey: String?
     var nodeName: String?
     var redisTimeout: Double?
+    var redisWaitReplicas: Int?
 
     /// This layer over `lower`: every setting this layer has wins.
     func resolved(over lower: Settings) -> Settings {
@@ -70,7 +71,8 @@ struct Settings {
             redis: redis ?? lower.redis,
             redisKey: redisKey ?? lower.redisKey,
             nodeName: nodeName ?? lower.nodeName,
-            redisTimeout: redisTimeout ?? lower.redisTimeout
+            redisTimeout: redisTimeout ?? lower.redisTimeout,
+            redisWaitReplicas: redisWaitReplicas ?? lower.redisWaitReplicas
         )
     }
 
@@ -198,7 +200,10 @@ struct Settings {
         let node = nodeName ?? ProcessInfo.processInfo.hostName + ":" + String(ProcessInfo.processInfo.processIdentifier)
         let timeout = redisTimeout ?? 2
         guard timeout > 0 else { throw ConfigurationError("redis-timeout must be positive") }
-        return RedisStreamLog.Options(host: String(host), port: port, cluster: key, node: node, timeoutMilliseconds: UInt64(timeout * 1_000))
+        let replicas = redisWaitReplicas ?? 0
+        guard replicas >= 0 else { throw ConfigurationError("redis-wait-replicas must be 0 or more") }
+        return RedisStreamLog.Options(host: String(host), port: port, cluster: key, node: node, timeoutMilliseconds: UInt64(timeout * 1_000),
+                                      waitReplicas: replicas)
     }
 
     static func isLoopback(_ host: String) -> Bool {
@@ -260,6 +265,7 @@ extension Settings {
         settings.redisKey = value("REDIS_KEY")
         settings.nodeName = value("NODE_NAME")
         settings.redisTimeout = try number("REDIS_TIMEOUT")
+        settings.redisWaitReplicas = try number("REDIS_WAIT_REPLICAS")
         return settings
     }
 
@@ -268,7 +274,7 @@ extension Settings {
         "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes", "resumeWindow", "maxUnsentBytes",
         "slowConsumer", "pingInterval", "maxMessageBytes", "webSocketOrigins",
         "dataDir", "fsync", "snapshotEvents", "snapshotBytes", "segmentBytes",
-        "eventRateLimit", "eventRateBurst", "maxConnectionRate", "redis", "redisKey", "nodeName", "redisTimeout",
+        "eventRateLimit", "eventRateBurst", "maxConnectionRate", "redis", "redisKey", "nodeName", "redisTimeout", "redisWaitReplicas",
     ]
 
     /// A JSON config file (docs/configuration.md). Returns the settings and the keys it did not know.
@@ -328,6 +334,7 @@ extension Settings {
             case "redisKey": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.redisKey = text
             case "nodeName": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.nodeName = text
             case "redisTimeout": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.redisTimeout = number
+            case "redisWaitReplicas": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.redisWaitReplicas = Int(number)
             case "tokens":
                 guard let entries = value.arrayValue else { throw fail(key, "an array of {name, secret, scopes, eventTypes?}") }
                 settings.tokens = try entries.map { entry throws(ConfigurationError) in try token(from: entry, path: path) }

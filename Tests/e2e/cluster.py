@@ -123,8 +123,9 @@ class RedisServer:
     `start(empty=True)` on the same port with a new, empty directory; `pause()` / `resume()` freeze
     and thaw it (SIGSTOP / SIGCONT: a Redis that keeps its connections open and answers nothing)."""
 
-    def __init__(self, base_dir: Path):
+    def __init__(self, base_dir: Path, extra: tuple[str, ...] = ()):
         self.base_dir = base_dir
+        self.extra = extra
         self.generation = 0
         self.port = 0
         self.process: subprocess.Popen | None = None
@@ -175,6 +176,7 @@ class RedisServer:
                 "--save", "",
                 "--daemonize", "no",
                 "--logfile", "",
+                *self.extra,
             ],
             stdin=subprocess.DEVNULL,
             stdout=log_file,

@@ -48,6 +48,8 @@ from cluster import (
     fire,
     log_key,
     node_names,
+    pairs,
+    snapshot_key,
     problem_of,
     run_firers,
     state_and_version,
@@ -617,3 +619,111 @@ def test_get_cluster_names_the_node_its_versions_redis_and_its_peers(cluster):
         return info if (info["version"], info["head"]) == (6, 6) else None
 
     assert wait_until(c_at_6, 10, message="C's /cluster at version and head 6")["node"] == "c"
+
+
+def test_snapshots_trim_the_stream_and_a_late_node_starts_from_one(cluster, redis):
+    # Every 10 events one node writes the state to Redis and trims the stream before it.
+    a, b = cluster.nodes("a", "b", extra=("--snapshot-events", "10"))
+    for i in range(23):
+        fire((a, b)[i % 2], INCREMENT)
+    assert_converged([a, b], 23, {"n": 23})
+    fields = pairs(redis.command("HGETALL", snapshot_key("e2e")))
+    assert fields["version"] == "20" and json.loads(fields["state"]) == {"n": 20}, fields
+    assert cluster.meta()["snapshot"] == "20"
+    assert stream_versions(cluster.stream()) == [21, 22, 23]
+    # A node started now has no journal of its own: it loads the snapshot and the three after it.
+    c = cluster.node("c")
+    assert state_and_version(c) == ({"n": 23}, 23)
+    # History and time travel reach back to the snapshot, and say 410 beyond it.
+    assert [entry["version"] for entry in all_history(c, since=20)] == [21, 22, 23]
+    gone = request(c, "GET", "/history?since=5")
+    problem = assert_problem(gone, 410, "history-gone")
+    assert problem["oldestVersion"] == 20, problem
+    assert_problem(request(a, "GET", "/state?version=5"), 410, "history-gone")
+    assert state_and_version(a, "?version=21") == ({"n": 21}, 21)
+
+
+def test_metrics_describe_the_cluster(cluster, redis):
+    a, b = cluster.nodes("a", "b")
+    for i in range(6):
+        fire((a, b)[i % 2], INCREMENT)
+    assert_converged([a, b], 6)
+
+    def samples(node) -> dict[str, float]:
+        text = request(node, "GET", "/metrics").body.decode()
+        return {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
+                if line.startswith("reactor_cluster_") or line.startswith("reactor_journal_ready")}
+
+    wait_until(lambda: samples(a).get("reactor_cluster_peers") == 1, 10, message="a sees b")
+    seen = samples(a)
+    assert seen["reactor_cluster_redis_connected"] == 1 and seen["reactor_cluster_history_lost"] == 0, seen
+    assert seen["reactor_cluster_head_version"] == 6 and seen["reactor_cluster_lag_events"] == 0, seen
+    assert seen["reactor_journal_ready"] == 1, seen
+    redis.stop()
+    wait_until(lambda: samples(a)["reactor_cluster_redis_connected"] == 0, 10, message="a notices Redis is gone")
+    assert samples(a)["reactor_journal_ready"] == 0
+    redis.start()
+    wait_until(lambda: samples(a)["reactor_cluster_redis_connected"] == 1, 15, message="a reconnects")
+    assert samples(a)["reactor_cluster_redis_reconnects_total"] >= 1
+
+
+def test_a_typed_swift_state_runs_as_a_two_node_cluster(redis, reactord):
+    # The RPG example (a typed state with its own event registry), served by rpg-server.
+    from conftest import REACTORD_BIN
+    from pathlib import Path
+    binary = str(Path(REACTORD_BIN).with_name("rpg-server"))
+    nodes = [reactord("--redis", f"127.0.0.1:{redis.port}", "--redis-key", "rpg", "--node-name", name, binary=binary)
+             for name in ("a", "b")]
+    firers = []
+    for i in range(20):
+        answer = post_events(nodes[i % 2], {"type": "levelUp", "playerID": i % 2})
+        assert answer.status == 200, answer
+        firers.append(answer.json()["version"])
+    assert sorted(firers) == list(range(1, 21))
+    refused = post_events(nodes[0], {"type": "levelUp", "playerID": 7})
+    assert_problem(refused, 422, "event-rejected")
+    for state, version in wait_for_version(nodes, 20):
+        assert version == 20
+        assert [player["level"] for player in state["players"]] == [11, 11], state
+
+
+def test_with_wait_replicas_an_append_is_acknowledged_only_once_a_replica_has_it(redis, reactord, tmp_path):
+    replica = RedisServer(tmp_path / "replica", extra=("--replicaof", "127.0.0.1", str(redis.port)))
+    replica.start()
+    try:
+        wait_until(lambda: "master_link_status:up" in replica.command("INFO", "replication"), 10,
+                   message="the replica follows the primary")
+        node = reactord("--redis", redis.url, "--redis-key", "e2e", "--node-name", "a",
+                        "--redis-wait-replicas", "1", "--redis-timeout", "1")
+        answer = post_events(node, INCREMENT)
+        assert answer.status == 200, answer
+        # What was acknowledged is on the replica.
+        assert replica.command("HGET", "reactor:{e2e}:meta", "version") == "1"
+        replica.stop()
+        started = time.monotonic()
+        refused = post_events(node, INCREMENT)
+        problem = assert_problem(refused, 503, "journal-unavailable")
+        assert "replicas" in problem["detail"], problem
+        assert refused.header("Retry-After"), refused
+        assert time.monotonic() - started < 1 + SLACK
+    finally:
+        replica.close()
+
+
+def test_a_node_away_longer_than_the_stream_keeps_starts_again_from_the_snapshot(cluster):
+    a, b = cluster.nodes("a", "b", extra=("--snapshot-events", "10"))
+    fire(a, INCREMENT)
+    assert_converged([a, b], 1)
+    # b is frozen while a moves on past three snapshots, each of which trims the stream.
+    b.process.send_signal(signal.SIGSTOP)
+    try:
+        for _ in range(31):
+            fire(a, INCREMENT)
+    finally:
+        b.process.send_signal(signal.SIGCONT)
+    assert cluster.meta()["snapshot"] == "30"
+    fire(a, INCREMENT)
+    # b cannot read the events it missed any more: it takes the snapshot, then what follows it.
+    assert_converged([a, b], 33, {"n": 33})
+    b.wait_for_log("took the shared log's snapshot")
+    assert request(b, "GET", "/readyz").status == 200

@@ -19,13 +19,16 @@ public final class RedisStreamLog: SharedEventLog {
         public var node: String
         /// How long Redis may take to answer before it counts as unreachable.
         public var timeoutMilliseconds: UInt64
+        /// Replicas that must confirm an append (Redis's `WAIT`) before it is acknowledged; 0 for none.
+        public var waitReplicas: Int
 
-        public init(host: String, port: Int32, cluster: String, node: String, timeoutMilliseconds: UInt64 = 2_000) {
+        public init(host: String, port: Int32, cluster: String, node: String, timeoutMilliseconds: UInt64 = 2_000, waitReplicas: Int = 0) {
             self.host = host
             self.port = port
             self.cluster = cluster
             self.node = node
             self.timeoutMilliseconds = timeoutMilliseconds
+            self.waitReplicas = waitReplicas
         }
     }
 
@@ -223,7 +226,7 @@ public final class RedisStreamLog: SharedEventLog {
 
     public func append(_ records: [LogRecord], completion: @escaping (Result<Void, EventLogError>) -> Void) {
         if let lostHistory { return completion(.failure(EventLogError(.diverged, lostHistory))) }
-        guard let commands, commands.isConnected, let first = records.first else {
+        guard isConnected, let commands, let first = records.first else {
             statistics.appendFailures += 1
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
@@ -238,9 +241,12 @@ public final class RedisStreamLog: SharedEventLog {
             switch (answer.first, answer.count == 2 ? answer[1] : nil) {
             case ("ok", let head?):
                 lastVersion = UInt64(head) ?? lastVersion
-                statistics.appendSeconds.observe(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
                 statistics.bytesAppended += UInt64(records.reduce(0) { $0 + $1.payload.count })
-                completion(.success(()))
+                confirmByReplicas(commands) { [weak self] confirmed in
+                    guard let self else { return }
+                    statistics.appendSeconds.observe(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+                    completion(confirmed)
+                }
             case ("behind", let head?):
                 conflicts += 1
                 let head = UInt64(head) ?? 0
@@ -256,6 +262,24 @@ public final class RedisStreamLog: SharedEventLog {
         }
     }
 
+    /// With `waitReplicas`, waits (Redis's `WAIT`) until that many replicas have what was appended.
+    /// Fewer within the timeout fails the append, though the primary holds it: replication in
+    /// Redis is asynchronous, and `WAIT` tells, it does not undo (see docs/cluster.md).
+    private func confirmByReplicas(_ commands: RedisConnection, _ completion: @escaping (Result<Void, EventLogError>) -> Void) {
+        let wanted = options.waitReplicas
+        guard wanted > 0 else { return completion(.success(())) }
+        let command = RedisCommand.encode(["WAIT", String(wanted), String(options.timeoutMilliseconds)])
+        commands.send(command, extraMilliseconds: options.timeoutMilliseconds) { [weak self] reply in
+            guard let self else { return }
+            guard let confirmed = reply.integer, confirmed >= Int64(wanted) else {
+                statistics.appendFailures += 1
+                let count = reply.integer.map(String.init) ?? "no"
+                return completion(.failure(EventLogError(.unavailable, "only \(count) of the \(wanted) replicas asked for (--redis-wait-replicas) confirmed the append within \(options.timeoutMilliseconds) ms; the primary holds it")))
+            }
+            completion(.success(()))
+        }
+    }
+
     /// `EVALSHA`, and `EVAL` with the script's text when Redis does not have it (it restarted).
     private func send(script: String, arguments: [[UInt8]], on connection: RedisConnection, _ reply: @escaping (RedisReply) -> Void) {
         connection.send(RedisCommand.encode(arguments)) { answer in
@@ -268,7 +292,7 @@ public final class RedisStreamLog: SharedEventLog {
     }
 
     public func read(after version: UInt64, limit: Int, completion: @escaping (Result<[LogRecord], EventLogError>) -> Void) {
-        guard let commands, commands.isConnected else {
+        guard isConnected, let commands else {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
         let command = RedisCommand.encode(["XRANGE", keys.log, "(" + ClusterKeys.entryID(version), "+", "COUNT", String(max(limit, 1))])
@@ -279,10 +303,10 @@ public final class RedisStreamLog: SharedEventLog {
             }
             let records = Self.records(from: entries)
             if let first = records.first, first.version != version + 1 {
-                return completion(.failure(EventLogError(.gone, "the events after version \(version) are no longer kept in Redis (the oldest kept follows the snapshot of version \(first.version - 1))")))
+                return completion(.failure(EventLogError(.gone, "Redis keeps only the events after the snapshot of version \(first.version - 1)")))
             }
             if records.isEmpty && version < oldestVersion {
-                return completion(.failure(EventLogError(.gone, "the events after version \(version) are no longer kept in Redis (the snapshot of version \(oldestVersion) replaced them)")))
+                return completion(.failure(EventLogError(.gone, "Redis keeps only the events after the snapshot of version \(oldestVersion)")))
             }
             completion(.success(records))
         }
@@ -294,7 +318,7 @@ public final class RedisStreamLog: SharedEventLog {
             guard case .success(let state) = encoded else {
                 return completion(.failure(EventLogError(.other, "the state at version \(version) does not encode")))
             }
-            guard let commands, commands.isConnected else {
+            guard isConnected, let commands else {
                 return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
             }
             let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.snapshotSHA.utf8), Array("3".utf8),
@@ -317,7 +341,7 @@ public final class RedisStreamLog: SharedEventLog {
     }
 
     public func loadSnapshot(atOrBefore version: UInt64, completion: @escaping (Result<LogRecord?, EventLogError>) -> Void) {
-        guard let commands, commands.isConnected else {
+        guard isConnected, let commands else {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
         commands.send(RedisCommand.encode(["HGETALL", keys.snapshot])) { reply in

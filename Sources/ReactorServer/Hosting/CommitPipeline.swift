@@ -290,10 +290,40 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             switch result {
             case .success(let records):
                 received(records)
+            case .failure(let error) where error.kind == .gone:
+                // Away longer than the log keeps events: start again from its newest snapshot.
+                resynchronize()
             case .failure(let error):
                 fail(error)
             }
             flush()
+        }
+    }
+
+    /// Takes the shared log's newest snapshot as the published state, when the events between this
+    /// server's state and it are no longer kept. Subscribers get the jump as one replacement of the
+    /// whole state; this server's own unpublished events are undone (their clients get a 503).
+    private func resynchronize() {
+        guard let log, !catchingUp else { return }
+        catchingUp = true
+        log.loadSnapshot(atOrBefore: .max) { [self] result in
+            catchingUp = false
+            guard case .success(let record?) = result, record.version > publishedVersion else {
+                if case .failure(let error) = result { fail(error) }
+                return
+            }
+            let state: StateType
+            do throws(EventLogError) { state = try StateType(snapshot: record) } catch {
+                return fail(error)
+            }
+            logger.notice("took the shared log's snapshot: the events before it are no longer kept", metadata: [
+                "from": "\(publishedVersion)", "to": "\(record.version)",
+            ])
+            fail(EventLogError(.gone, "this node was behind the shared log's oldest event and started again from its snapshot of version \(record.version)"))
+            core.restore(state: state, version: record.version)
+            publish(state, record.version)
+            failure = nil
+            reconcile()
         }
     }
 

@@ -86,6 +86,23 @@ final class MetricsService<StateType: HostedState> {
                 text.sample("reactor_snapshot_age_seconds", max(0, Date().timeIntervalSince1970 - time))
             }
         }
+        if let shared = pipeline.shared {
+            let status = shared.status
+            text.family("reactor_cluster_redis_connected", .gauge, help: "1 while both connections to Redis are open and answering.")
+            text.sample("reactor_cluster_redis_connected", status.connection == "connected" ? 1 : 0)
+            text.family("reactor_cluster_history_lost", .gauge, help: "1 once Redis turned out to hold another history than this node's (a changed epoch).")
+            text.sample("reactor_cluster_history_lost", status.lostHistory == nil ? 0 : 1)
+            text.family("reactor_cluster_head_version", .gauge, help: "The newest version this node knows the shared log holds.")
+            text.sample("reactor_cluster_head_version", max(status.head, pipeline.publishedVersion))
+            text.family("reactor_cluster_lag_events", .gauge, help: "Events in the shared log this node has not applied yet.")
+            text.sample("reactor_cluster_lag_events", status.head > pipeline.publishedVersion ? status.head - pipeline.publishedVersion : 0)
+            text.family("reactor_cluster_append_conflicts_total", .counter, help: "Appends refused because another node appended first (applied again on top).")
+            text.sample("reactor_cluster_append_conflicts_total", status.conflicts)
+            text.family("reactor_cluster_redis_reconnects_total", .counter, help: "Connections to Redis opened again after one closed.")
+            text.sample("reactor_cluster_redis_reconnects_total", status.reconnects)
+            text.family("reactor_cluster_peers", .gauge, help: "Other nodes that said they were alive in the last 10 seconds.")
+            text.sample("reactor_cluster_peers", status.peers.count)
+        }
         return text.bytes
     }
 }
