@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what Reactor needs on Debian 12 (or newer): libuv, OpenSSL's libcrypto,
-# pkg-config and llhttp. Idempotent: a second run checks and returns in well under a second.
+# Installs what Reactor needs on Debian 12 (or newer): libuv, OpenSSL's libcrypto, hiredis,
+# pkg-config and llhttp, and the servers the tests start (redis-server, nginx, chromium). Idempotent: a second run checks and returns in well under a second.
 set -euo pipefail
 
 PREFIX=${LLHTTP_PREFIX:-/usr/local}
@@ -22,8 +22,9 @@ apt_install() {
 }
 
 apt_install pkg-config libuv1-dev libssl-dev libhiredis-dev curl
-# A cluster's shared log: the tests start their own redis-server on a loopback port.
-apt_install redis-server
+# A cluster's shared log: the tests start their own redis-server on a loopback port, and cut a node
+# off from it in a network namespace of their own (ip, tc).
+apt_install redis-server iproute2
 command -v python3 >/dev/null || apt_install python3
 command -v node >/dev/null || apt_install nodejs
 # The dashboard's browser tests (Tests/e2e/test_dashboard.py): headless Chromium and its WebDriver,

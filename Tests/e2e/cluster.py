@@ -121,11 +121,15 @@ class RedisServer:
 
     `stop()` ends it (SIGTERM or SIGKILL), `start()` starts it again on the same port and directory,
     `start(empty=True)` on the same port with a new, empty directory; `pause()` / `resume()` freeze
-    and thaw it (SIGSTOP / SIGCONT: a Redis that keeps its connections open and answers nothing)."""
+    and thaw it (SIGSTOP / SIGCONT: a Redis that keeps its connections open and answers nothing).
 
-    def __init__(self, base_dir: Path, extra: tuple[str, ...] = ()):
+    `bind` lists the addresses it listens on instead of 127.0.0.1 alone (keep 127.0.0.1 among them:
+    the helpers here talk to it there)."""
+
+    def __init__(self, base_dir: Path, extra: tuple[str, ...] = (), bind: tuple[str, ...] = ()):
         self.base_dir = base_dir
         self.extra = extra
+        self.bind = tuple(bind) or (HOST,)
         self.generation = 0
         self.port = 0
         self.process: subprocess.Popen | None = None
@@ -169,7 +173,7 @@ class RedisServer:
             [
                 REDIS_SERVER,
                 "--port", str(self.port),
-                "--bind", HOST,
+                "--bind", *self.bind,
                 "--dir", str(self.directory),
                 "--appendonly", "yes",
                 "--appendfsync", "always",

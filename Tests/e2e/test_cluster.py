@@ -727,3 +727,47 @@ def test_a_node_away_longer_than_the_stream_keeps_starts_again_from_the_snapshot
     assert_converged([a, b], 33, {"n": 33})
     b.wait_for_log("took the shared log's snapshot")
     assert request(b, "GET", "/readyz").status == 200
+
+
+def test_three_nodes_behind_nginx_as_docs_cluster_md_shows_them(cluster, tmp_path):
+    # deploy/nginx/reactord-cluster.conf, with loopback ports for the three nodes' addresses.
+    import shutil
+    from test_operations import Nginx, tls_websocket
+    assert shutil.which("nginx") and shutil.which("openssl"), "nginx or openssl is missing: scripts/setup.sh installs them"
+    nodes = cluster.nodes("a", "b", "c")
+    proxy = Nginx(tmp_path, [node.port for node in nodes], site_file="reactord-cluster.conf")
+    try:
+        ws = tls_websocket(proxy)
+        try:
+            assert ws.recv_json()["type"] == "snapshot"
+            # Round robin spreads the POSTs over the three nodes; the subscriber, on one of them,
+            # sees every version in order.
+            for i in range(9):
+                status, _, body = proxy.request("POST", "/events", INCREMENT)
+                assert (status, json.loads(body)) == (200, {"version": i + 1}), body
+            versions = [ws.recv_json()["version"] for _ in range(9)]
+            assert versions == list(range(1, 10))
+        finally:
+            ws.close()
+        entries = cluster.stream()
+        assert {fields["n"] for _, fields in entries} == {"a", "b", "c"}, "nginx spread the events over every node"
+        assert_converged(nodes, 9, {"n": 9})
+    finally:
+        proxy.stop()
+
+
+def test_a_stream_that_went_back_under_the_same_epoch_is_noticed(cluster, redis):
+    # What a failover to a replica that lacked the last events looks like: the same epoch, a lower head.
+    a, b = cluster.nodes("a", "b")
+    for i in range(5):
+        fire((a, b)[i % 2], INCREMENT)
+    assert_converged([a, b], 5)
+    redis.command("XDEL", log_key("e2e"), "4-0", "5-0")
+    redis.command("HSET", "reactor:{e2e}:meta", "version", "3")
+    for node in (a, b):
+        wait_until(lambda: request(node, "GET", "/readyz").status == 503, 5, message=f"{node.name} notices the stream went back")
+        refused = post_events(node, INCREMENT)
+        problem = assert_problem(refused, 503, "journal-unavailable")
+        assert "below version 5" in problem["detail"], problem
+        assert state_and_version(node) == ({"n": 5}, 5)
+    assert cluster.meta()["version"] == "3", "nothing was appended on the shorter history"

@@ -750,7 +750,7 @@ class Nginx:
     """nginx running deploy/nginx/reactord.conf in front of a reactord, on loopback ports, with a
     self-signed certificate; its own prefix, so it needs no root and touches nothing of the system's."""
 
-    def __init__(self, tmp_path: Path, upstream_port: int):
+    def __init__(self, tmp_path: Path, upstream_port: int | list[int], site_file: str = "reactord.conf"):
         self.dir = tmp_path / "nginx"
         self.dir.mkdir()
         subprocess.run(
@@ -759,16 +759,20 @@ class Nginx:
             check=True, capture_output=True, timeout=30,
         )
         self.http_port, self.https_port = free_ports(2)
-        site = (DEPLOY / "nginx" / "reactord.conf").read_text()
+        site = (DEPLOY / "nginx" / site_file).read_text()
+        if isinstance(upstream_port, int):
+            upstreams = {"server 127.0.0.1:7070;": f"server 127.0.0.1:{upstream_port};"}
+        else:  # reactord-cluster.conf: its three nodes
+            upstreams = {f"server 10.0.0.1{index + 1}:7070": f"server 127.0.0.1:{port}" for index, port in enumerate(upstream_port)}
         replacements = {
-            "server 127.0.0.1:7070;": f"server 127.0.0.1:{upstream_port};",
+            **upstreams,
             "listen 80;": f"listen 127.0.0.1:{self.http_port};",
             "listen 443 ssl http2;": f"listen 127.0.0.1:{self.https_port} ssl http2;",
             "/etc/letsencrypt/live/reactor.example.com/fullchain.pem": str(self.dir / "cert.pem"),
             "/etc/letsencrypt/live/reactor.example.com/privkey.pem": str(self.dir / "key.pem"),
         }
         for old, new in replacements.items():
-            assert old in site, f"deploy/nginx/reactord.conf no longer has {old!r}"
+            assert old in site, f"deploy/nginx/{site_file} no longer has {old!r}"
             site = site.replace(old, new)
         # IPv6 may be missing here.
         site = "\n".join(line for line in site.splitlines() if "listen [::]" not in line)

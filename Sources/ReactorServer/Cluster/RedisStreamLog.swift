@@ -202,7 +202,10 @@ public final class RedisStreamLog: SharedEventLog {
             guard let self, let fields = reply.fields else { return }
             let current = fields["epoch"].map { String(decoding: $0, as: UTF8.self) }
             if current != epoch { return historyLost(found: current) }
-            if let head = fields["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) { lastVersion = max(lastVersion, head) }
+            if let head = fields["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) {
+                if let applied = appliedVersion?(), head < applied { return streamWentBack(to: head, applied: applied) }
+                lastVersion = max(lastVersion, head)
+            }
             if let snapshot = fields["snapshot"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) { oldestVersion = snapshot }
         }
         commands.send(RedisCommand.encode(["HGETALL", keys.nodes])) { [weak self] reply in
@@ -213,6 +216,14 @@ public final class RedisStreamLog: SharedEventLog {
             }
             self.peers = peers
         }
+    }
+
+    /// The same epoch, but a head below what this node applied: Redis lost acknowledged events (a
+    /// failover to a replica that had not received them, a restore from an older backup).
+    private func streamWentBack(to head: UInt64, applied: UInt64) {
+        guard lostHistory == nil else { return }
+        lostHistory = "the shared log's head in Redis is version \(head), below version \(applied) that this node applied: Redis lost events it had acknowledged (a failover to a replica that lacked them, or an older backup). This node refuses writes and keeps serving the state it has; see docs/cluster.md."
+        logger.critical("the cluster's stream in Redis went back", metadata: ["detail": "\(lostHistory!)"])
     }
 
     private func historyLost(found: String?) {
@@ -248,8 +259,12 @@ public final class RedisStreamLog: SharedEventLog {
                     completion(confirmed)
                 }
             case ("behind", let head?):
-                conflicts += 1
                 let head = UInt64(head) ?? 0
+                if head < first.version - 1 {
+                    streamWentBack(to: head, applied: first.version - 1)
+                    return completion(.failure(EventLogError(.diverged, lostHistory ?? "the shared log went back")))
+                }
+                conflicts += 1
                 lastVersion = max(lastVersion, head)
                 completion(.failure(EventLogError(.behind(head: head), "another node appended up to version \(head) first")))
             case ("epoch", let found):
