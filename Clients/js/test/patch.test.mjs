@@ -122,3 +122,23 @@ describe("operations", () => {
     assert.throws(() => applyPatch({}, [{ op: "test", path: "/toString", value: null }]), PatchError);
   });
 });
+
+// reactord keeps its document within 512 levels (docs/api.md): a patch at that depth, wrapped in its
+// message, must apply here too.
+describe("documents at reactord's depth limit", () => {
+  const nested = (levels, innermost) => {
+    let value = innermost;
+    for (let level = 0; level < levels; level += 1) value = { a: value };
+    return value;
+  };
+  test("a replace and a test at 512 levels apply", () => {
+    const document = nested(512, 1);
+    const path = "/a".repeat(512);
+    const message = JSON.parse(JSON.stringify({ type: "patch", version: 2, ops: [{ op: "replace", path, value: 2 }, { op: "test", path, value: 2 }] }));
+    assert.deepEqual(applyPatch(document, message.ops), nested(512, 2));
+  });
+  test("a whole document 512 levels deep replaces the root", () => {
+    const value = nested(511, []);
+    assert.ok(jsonEqual(applyPatch({}, [{ op: "replace", path: "", value }]), value));
+  });
+});

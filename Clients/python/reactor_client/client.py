@@ -1,17 +1,28 @@
 """The synchronous HTTP client for reactord.
 
 Standard library only (`http.client`), so that firing events or reading the state from a script,
-a cron job or a test needs nothing installed. Each call opens its own connection: a `Client` holds
-no socket, so it can be shared between threads and never trips over a connection the server has
-closed while idle (reactord drops idle keep-alive connections after 60 s).
+a cron job or a test needs nothing installed.
+
+Connections are kept alive: a `Client` keeps a few idle `http.client.HTTPConnection`s in a pool,
+and each call takes one (or opens one when none is free), so a loop of `fire`s pays for one TCP
+handshake rather than one per event. The pool is shared safely between threads: a connection is
+used by one call at a time. A pooled connection the server has closed meanwhile (reactord drops
+idle keep-alive connections after 60 s, with a 408) is noticed before it is used and discarded.
+One that breaks during a call is discarded too, and the call is sent once more on a new
+connection when that cannot apply anything twice: a request that did not get out whole, an
+idempotent one (`GET`), or one carrying an `Idempotency-Key`. A `fire` without a key that may have
+reached the server is never sent again: it raises `ReactorConnectionError`.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
+import select
 import socket
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Tuple
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import (
@@ -29,6 +40,9 @@ __all__ = ["Client", "Response"]
 
 USER_AGENT = "reactor-client-python/0.1"
 BATCH_MODES = ("strict", "prune")
+DEFAULT_POOL_SIZE = 8
+# RFC 9110 §9.2.2: sending one of these twice has the effect of sending it once.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 
 
 class Response:
@@ -50,17 +64,9 @@ class Response:
             raise ReactorProtocolError(f"reactord's answer is not JSON ({error}): {self.body[:200]!r}") from None
 
 
-class Client:
-    """A reactord server at `url`; `token` is the bearer secret when tokens are configured.
-
-    >>> client = Client("http://127.0.0.1:7070")
-    >>> version = client.fire({"type": "increment", "path": "/counter"})
-    >>> client.state("/counter")
-    1
-
-    Error answers raise `ReactorError` (`ReactorClientError` for 4xx, `ReactorServerError` for
-    5xx) carrying the problem; an unreachable server raises `ReactorConnectionError`.
-    """
+class ClientBase:
+    """What `Client` and `AsyncClient` share: the server's address, the token, the timeout, how
+    requests are made up and how answers are read. Holds no connection."""
 
     def __init__(self, url: str = "http://127.0.0.1:7070", token: Optional[str] = None, timeout: float = 10):
         parts = urlsplit(url)
@@ -76,7 +82,113 @@ class Client:
         self._prefix = parts.path.rstrip("/")
 
     def __repr__(self) -> str:
-        return f"Client({self.url!r}, token={'***' if self.token else None})"
+        return f"{type(self).__name__}({self.url!r}, token={'***' if self.token else None})"
+
+    def subscribe(self, path: Optional[str] = None, mode: str = "patch", **options: Any) -> "Subscription":
+        """A live subscription over WebSocket (needs the `websockets` package); see `Subscription`.
+
+        ``async with client.subscribe("/players") as sub: async for version, state in sub: ...``
+        """
+        from .subscription import Subscription  # deferred: the HTTP client works without websockets
+
+        return Subscription(self, path=path, mode=mode, **options)  # type: ignore[arg-type]
+
+    def target(self, path: str, query: Optional[Mapping[str, Any]] = None) -> str:
+        """The request target for an API path, with the URL's prefix and an encoded query."""
+        target = self._prefix + path
+        if query:
+            target += "?" + urlencode(query, quote_via=quote, safe="/")
+        return target
+
+    def auth_headers(self) -> Dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    # -----------------------------------------------------------------------------------------
+    # Shared plumbing
+
+    def _headers(self, extra: Optional[Mapping[str, str]]) -> Dict[str, str]:
+        return {"Accept": "application/json", "User-Agent": USER_AGENT, **self.auth_headers(), **(extra or {})}
+
+    @staticmethod
+    def _events_request(body: Any, idempotency_key: Optional[str]) -> Tuple[bytes, Dict[str, str]]:
+        """The body and headers of `POST /events`; a value JSON cannot carry raises ValueError here,
+        before anything is sent."""
+        headers = {"Content-Type": "application/json"}
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8"), headers
+
+    @staticmethod
+    def _batch_query(mode: str) -> Optional[Dict[str, str]]:
+        if mode not in BATCH_MODES:
+            raise ValueError(f"mode must be one of {BATCH_MODES}, not {mode!r}")
+        return {"mode": "prune"} if mode == "prune" else None
+
+    @staticmethod
+    def _fire_version(answer: Any) -> int:
+        version = answer.get("version") if isinstance(answer, dict) else None
+        if not isinstance(version, int):
+            raise ReactorProtocolError(f"expected {{\"version\": N}}, got {answer!r}")
+        return version
+
+    @staticmethod
+    def _batch_answer(answer: Any) -> Dict[str, Any]:
+        if not isinstance(answer, dict) or not isinstance(answer.get("version"), int):
+            raise ReactorProtocolError(f"expected {{\"version\": N, ...}}, got {answer!r}")
+        return answer
+
+    @staticmethod
+    def _path_query(path: Optional[str]) -> Optional[Dict[str, str]]:
+        if path is None:
+            return None
+        if not isinstance(path, str) or (path and not path.startswith("/")):
+            raise ValueError(f"path must be a JSON Pointer (\"\" or starting with '/'), not {path!r}")
+        return {"path": path}
+
+    @staticmethod
+    def _checked(answer: Response, check: bool) -> Response:
+        if check and answer.status >= 400:
+            problem = problem_from_body(answer.status, answer.reason, answer.header("Content-Type"), answer.body)
+            raise error_from_problem(problem, answer.status)
+        return answer
+
+    def _timeout_error(self, error: BaseException) -> ReactorTimeoutError:
+        return ReactorTimeoutError(f"no answer from reactord at {self.url} within {self.timeout} s")
+
+    def _connection_error(self, error: BaseException) -> ReactorConnectionError:
+        return ReactorConnectionError(f"cannot reach reactord at {self.url}: {error!r}")
+
+
+class Client(ClientBase):
+    """A reactord server at `url`; `token` is the bearer secret when tokens are configured.
+
+    >>> client = Client("http://127.0.0.1:7070")
+    >>> version = client.fire({"type": "increment", "path": "/counter"})
+    >>> client.state("/counter")
+    1
+
+    Error answers raise `ReactorError` (`ReactorClientError` for 4xx, `ReactorServerError` for
+    5xx) carrying the problem; an unreachable server raises `ReactorConnectionError`.
+
+    `timeout` bounds connecting and each wait for the server, as in `http.client`. Connections are
+    kept alive (see the module's docstring): at most `pool_size` idle ones are kept, threads firing
+    at once beyond that open extra connections that are closed after use, and `pool_size=0` opens
+    a connection per call. A `Client` can be shared between threads. `close()` (or `with Client(...)
+    as client:`) closes the idle connections; the client stays usable.
+    """
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:7070",
+        token: Optional[str] = None,
+        timeout: float = 10,
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ):
+        super().__init__(url, token, timeout)
+        if not isinstance(pool_size, int) or pool_size < 0:
+            raise ValueError(f"pool_size must be a non-negative integer, not {pool_size!r}")
+        self.pool_size = pool_size
+        self._pool = _ConnectionPool(self._new_connection, pool_size)
 
     # -----------------------------------------------------------------------------------------
     # The API
@@ -87,11 +199,8 @@ class Client:
         With `idempotency_key`, retrying after a lost answer (a `ReactorConnectionError`) with the
         same key is safe: the server replays its first answer instead of applying the event twice.
         """
-        answer = self._post_events(event, idempotency_key=idempotency_key)
-        version = answer.get("version") if isinstance(answer, dict) else None
-        if not isinstance(version, int):
-            raise ReactorProtocolError(f"expected {{\"version\": N}}, got {answer!r}")
-        return version
+        body, headers = self._events_request(event, idempotency_key)
+        return self._fire_version(self.request("POST", "/events", body=body, headers=headers).json())
 
     def fire_batch(
         self,
@@ -106,14 +215,9 @@ class Client:
         events are applied and the answer lists the others under `"rejected"` (each an `index`
         and a `problem`), which is why it returns the whole answer rather than just the version.
         """
-        if mode not in BATCH_MODES:
-            raise ValueError(f"mode must be one of {BATCH_MODES}, not {mode!r}")
-        events = list(events)
-        query = {"mode": "prune"} if mode == "prune" else None
-        answer = self._post_events(events, query=query, idempotency_key=idempotency_key)
-        if not isinstance(answer, dict) or not isinstance(answer.get("version"), int):
-            raise ReactorProtocolError(f"expected {{\"version\": N, ...}}, got {answer!r}")
-        return answer
+        query = self._batch_query(mode)
+        body, headers = self._events_request(list(events), idempotency_key)
+        return self._batch_answer(self.request("POST", "/events", query=query, body=body, headers=headers).json())
 
     def state(self, path: Optional[str] = None) -> Any:
         """The state, or the sub-tree at the JSON Pointer `path` (404 `path-not-found` if absent)."""
@@ -136,42 +240,19 @@ class Client:
             return False
         return answer.status == 200
 
-    def subscribe(self, path: Optional[str] = None, mode: str = "patch", **options: Any) -> "Subscription":
-        """A live subscription over WebSocket (needs the `websockets` package); see `Subscription`.
+    def close(self) -> None:
+        """Closes the idle connections, and those in use once their call is over. The client stays
+        usable: a later call opens a new connection."""
+        self._pool.clear()
 
-        ``async with client.subscribe("/players") as sub: async for version, state in sub: ...``
-        """
-        from .subscription import Subscription  # deferred: the HTTP client works without websockets
+    def __enter__(self) -> "Client":
+        return self
 
-        return Subscription(self, path=path, mode=mode, **options)
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
     # -----------------------------------------------------------------------------------------
     # Plumbing
-
-    def _post_events(self, body: Any, query: Optional[Dict[str, str]] = None, idempotency_key: Optional[str] = None) -> Any:
-        headers = {"Content-Type": "application/json"}
-        if idempotency_key is not None:
-            headers["Idempotency-Key"] = idempotency_key
-        data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
-        return self.request("POST", "/events", query=query, body=data, headers=headers).json()
-
-    @staticmethod
-    def _path_query(path: Optional[str]) -> Optional[Dict[str, str]]:
-        if path is None:
-            return None
-        if not isinstance(path, str) or (path and not path.startswith("/")):
-            raise ValueError(f"path must be a JSON Pointer (\"\" or starting with '/'), not {path!r}")
-        return {"path": path}
-
-    def target(self, path: str, query: Optional[Mapping[str, Any]] = None) -> str:
-        """The request target for an API path, with the URL's prefix and an encoded query."""
-        target = self._prefix + path
-        if query:
-            target += "?" + urlencode(query, quote_via=quote, safe="/")
-        return target
-
-    def auth_headers(self) -> Dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def request(
         self,
@@ -182,24 +263,122 @@ class Client:
         headers: Optional[Mapping[str, str]] = None,
         check: bool = True,
     ) -> Response:
-        """One request on a fresh connection. With `check`, an error status raises its problem."""
-        all_headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self.auth_headers(), **(headers or {})}
+        """One request on a pooled connection. With `check`, an error status raises its problem.
+
+        A reused connection that fails is replaced by a new one for one more attempt, when sending
+        the request again cannot apply it twice (see the module's docstring).
+        """
+        all_headers = self._headers(headers)
+        target = self.target(path, query)
+        resendable = is_resendable(method, all_headers)
+        retried = False
+        while True:
+            connection, reused = self._pool.acquire()
+            if reused and connection.timeout != self.timeout:  # the timeout changed since it was opened
+                connection.timeout = self.timeout
+                connection.sock.settimeout(self.timeout)
+            sent = False
+            try:
+                connection.request(method, target, body=body, headers=all_headers)
+                sent = True
+                raw = connection.getresponse()
+                answer = Response(raw.status, raw.reason, {k.lower(): v for k, v in raw.getheaders()}, raw.read())
+            except socket.timeout as error:  # TimeoutError on 3.10+: not retried, the wait is over
+                connection.close()
+                raise self._timeout_error(error) from error
+            except (OSError, http.client.HTTPException) as error:
+                connection.close()
+                if reused and not retried and (resendable or not sent):
+                    retried = True  # a connection the server closed under us: once more on a new one
+                    continue
+                raise self._connection_error(error) from error
+            except BaseException:  # interrupted mid-request: the connection is in an unknown state
+                connection.close()
+                raise
+            self._pool.release(connection)
+            return self._checked(answer, check)
+
+    def _new_connection(self) -> http.client.HTTPConnection:
+        """A connection, not yet open: `request` connects it, within the timeout."""
         connection_class = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        connection = connection_class(self._host, self._port, timeout=self.timeout)
-        try:
-            connection.request(method, self.target(path, query), body=body, headers=all_headers)
-            raw = connection.getresponse()
-            answer = Response(raw.status, raw.reason, {k.lower(): v for k, v in raw.getheaders()}, raw.read())
-        except socket.timeout as error:  # TimeoutError on 3.10+
-            raise ReactorTimeoutError(f"no answer from reactord at {self.url} within {self.timeout} s") from error
-        except (OSError, http.client.HTTPException) as error:
-            raise ReactorConnectionError(f"cannot reach reactord at {self.url}: {error!r}") from error
-        finally:
+        return connection_class(self._host, self._port, timeout=self.timeout)
+
+
+def is_resendable(method: str, headers: Mapping[str, str]) -> bool:
+    """Whether a request that may have reached the server can be sent again without applying it
+    twice: an idempotent method, or an `Idempotency-Key` (reactord replays its first answer)."""
+    return method.upper() in IDEMPOTENT_METHODS or any(name.lower() == "idempotency-key" for name in headers)
+
+
+def socket_is_dropped(sock: Any) -> bool:
+    """Whether an idle connection's socket is unusable: readable (an idle HTTP connection has
+    nothing to read unless the server closed it, reset it, or wrote before closing, as reactord's
+    408 to a connection idle for too long) or already closed."""
+    if sock is None:
+        return True
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable)
+    except (OSError, ValueError):  # a closed socket (fileno -1)
+        return True
+
+
+class _ConnectionPool:
+    """Idle `HTTPConnection`s for one client, most recently used first, shared between threads.
+
+    Never blocks: a thread that finds no idle connection opens a new one, and a connection coming
+    back when `size` are idle already is closed. `clear()` closes the idle ones and makes those in
+    use close when they come back (a generation number tells them apart).
+    """
+
+    def __init__(self, connect: Callable[[], http.client.HTTPConnection], size: int):
+        self._connect = connect
+        self._size = size
+        self._idle: List[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._pid = os.getpid()
+
+    def acquire(self) -> Tuple[http.client.HTTPConnection, bool]:
+        """A connection, and whether it was used before (an idle one that still looks open)."""
+        while True:
+            with self._lock:
+                if self._pid != os.getpid():  # forked: the idle sockets are the parent's too
+                    self._idle = []
+                    self._pid = os.getpid()
+                connection = self._idle.pop() if self._idle else None
+                generation = self._generation
+            if connection is None:
+                connection = self._connect()
+                connection._reactor_generation = generation  # type: ignore[attr-defined]
+                return connection, False
+            if not socket_is_dropped(connection.sock):
+                return connection, True
             connection.close()
-        if check and answer.status >= 400:
-            problem = problem_from_body(answer.status, answer.reason, answer.header("Content-Type"), answer.body)
-            raise error_from_problem(problem, answer.status)
-        return answer
+
+    def release(self, connection: http.client.HTTPConnection) -> None:
+        """Takes a connection back after a complete exchange (closed if the server asked for it)."""
+        if connection.sock is not None:  # http.client closes it after a `Connection: close` answer
+            with self._lock:
+                if (
+                    len(self._idle) < self._size
+                    and getattr(connection, "_reactor_generation", None) == self._generation
+                    and self._pid == os.getpid()
+                ):
+                    self._idle.append(connection)
+                    return
+        connection.close()
+
+    def clear(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._generation += 1
+        for connection in idle:
+            connection.close()
 
 
 def _etag_version(etag: Optional[str]) -> int:

@@ -96,18 +96,30 @@ def resolve_pointer(document: JSON, pointer: str) -> JSON:
 
 def json_equal(a: JSON, b: JSON) -> bool:
     """RFC 6902 equality: numbers by value (1 == 1.0) but never equal to booleans (true != 1),
-    arrays in order, objects whatever their member order."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    if type(a) is not type(b) and not (isinstance(a, str) and isinstance(b, str)):
-        return False
-    return a == b
+    arrays in order, objects whatever their member order. Iterative, so that a document as deep as
+    reactord keeps (512 levels) compares within Python's recursion limit."""
+    pending = [(a, b)]
+    while pending:
+        a, b = pending.pop()
+        if isinstance(a, bool) or isinstance(b, bool):
+            if not (isinstance(a, bool) and isinstance(b, bool) and a == b):
+                return False
+        elif isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            if a != b:
+                return False
+        elif isinstance(a, dict) and isinstance(b, dict):
+            if a.keys() != b.keys():
+                return False
+            pending.extend((a[key], b[key]) for key in a)
+        elif isinstance(a, list) and isinstance(b, list):
+            if len(a) != len(b):
+                return False
+            pending.extend(zip(a, b))
+        elif type(a) is not type(b) and not (isinstance(a, str) and isinstance(b, str)):
+            return False
+        elif a != b:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,23 +129,31 @@ def json_equal(a: JSON, b: JSON) -> bool:
 def _update(document: JSON, tokens: List[str], change: Callable[[JSON], JSON], pointer: str) -> JSON:
     """A copy of `document` where the value at `tokens` (which must exist) is `change(value)`.
 
-    Only the containers along the path are copied (shallowly); the rest is shared.
+    Only the containers along the path are copied (shallowly); the rest is shared. A loop rather
+    than a recursion: a path may be as long as reactord's depth limit (512 tokens).
     """
-    if not tokens:
-        return change(document)
-    token, rest = tokens[0], tokens[1:]
-    if isinstance(document, dict):
-        if token not in document:
-            raise PatchError(f"no member {token!r} on the way to {pointer!r}")
-        copy = dict(document)
-        copy[token] = _update(document[token], rest, change, pointer)
-        return copy
-    if isinstance(document, list):
-        index = _array_index(token, len(document), allow_end=False)
-        copy = list(document)
-        copy[index] = _update(document[index], rest, change, pointer)
-        return copy
-    raise PatchError(f"{pointer!r} goes through a scalar")
+    copies: List[Any] = []
+    keys: List[Any] = []
+    node = document
+    for token in tokens:
+        if isinstance(node, dict):
+            if token not in node:
+                raise PatchError(f"no member {token!r} on the way to {pointer!r}")
+            copies.append(dict(node))
+            keys.append(token)
+            node = node[token]
+        elif isinstance(node, list):
+            index = _array_index(token, len(node), allow_end=False)
+            copies.append(list(node))
+            keys.append(index)
+            node = node[index]
+        else:
+            raise PatchError(f"{pointer!r} goes through a scalar")
+    value = change(node)
+    for copy, key in zip(reversed(copies), reversed(keys)):
+        copy[key] = value
+        value = copy
+    return value
 
 
 def _add(document: JSON, pointer: str, value: JSON) -> JSON:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import http.server
 import os
 import re
@@ -67,6 +68,8 @@ class Reactord:
         self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log, env=env)
         self.port = self._wait_for_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self._clients: list[Client] = []
+        self._metric_reads = 0
 
     def _wait_for_port(self) -> int:
         deadline = time.monotonic() + STARTUP_TIMEOUT
@@ -84,11 +87,39 @@ class Reactord:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def client(self, token: str | None = None, timeout: float = 5) -> Client:
-        return Client(self.url, token=token, timeout=timeout)
+    def client(self, token: str | None = None, timeout: float = 5, **options) -> Client:
+        """A client, closed (its kept-alive connections) when the server stops."""
+        client = Client(self.url, token=token, timeout=timeout, **options)
+        self._clients.append(client)
+        return client
+
+    def metric(self, name: str) -> float:
+        """A sample of `GET /metrics` (without labels), read on a connection of its own, which
+        `reactor_http_connections_accepted_total` counts too."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        self._metric_reads += 1
+        try:
+            connection.request("GET", "/metrics", headers={"Connection": "close"})
+            answer = connection.getresponse()
+            text = answer.read().decode()
+            assert answer.status == 200, text
+        finally:
+            connection.close()
+        for line in text.splitlines():
+            sample, _, value = line.partition(" ")
+            if sample == name:
+                return float(value)
+        raise AssertionError(f"no {name} in /metrics:\n{text}")
+
+    def accepted_connections(self) -> int:
+        """Connections accepted so far, not counting those of `metric` (this one's included)."""
+        return int(self.metric("reactor_http_connections_accepted_total")) - self._metric_reads
 
     def stop(self) -> int:
         """SIGTERM, then the exit status (killed if it does not exit in time)."""
+        for client in self._clients:
+            with contextlib.suppress(Exception):  # never keeps the server from stopping
+                client.close()
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         try:
@@ -139,10 +170,11 @@ def run(coroutine, timeout: float = 20):
 
 
 @contextlib.contextmanager
-def stub_http_server(handler: type[http.server.BaseHTTPRequestHandler]):
+def stub_http_server(handler: type[http.server.BaseHTTPRequestHandler], threaded: bool = False):
     """A plain HTTP server on 127.0.0.1 answering with `handler`, for what reactord never does (a
-    proxy's HTML error page, a URL prefix); yields its base URL."""
-    stub = http.server.HTTPServer(("127.0.0.1", 0), handler)
+    proxy's HTML error page, a URL prefix, dropping a kept-alive connection mid-request); yields
+    its base URL. `threaded` serves each connection on a thread of its own (for keep-alive)."""
+    stub = (http.server.ThreadingHTTPServer if threaded else http.server.HTTPServer)(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=stub.serve_forever, daemon=True)
     thread.start()
     try:

@@ -173,3 +173,20 @@ def test_pointers():
     assert resolve_pointer({"a/b": [None, {"~": 5}]}, "/a~1b/1/~0") == 5
     with pytest.raises(PatchError):
         resolve_pointer({"a": [1]}, "/a/1")
+
+
+def _nested(levels, innermost):
+    value = innermost
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def test_a_patch_at_reactords_depth_limit_applies():
+    # reactord keeps its document within 512 levels (docs/api.md); its messages wrap a few more.
+    path = "/a" * 512
+    message = json.loads(json.dumps({"type": "patch", "version": 2, "ops": [
+        {"op": "replace", "path": path, "value": 2}, {"op": "test", "path": path, "value": 2}]}))
+    assert json_equal(apply_patch(_nested(512, 1), message["ops"]), _nested(512, 2))
+    whole = _nested(511, [])
+    assert json_equal(apply_patch({}, [{"op": "replace", "path": "", "value": whole}]), whole)
