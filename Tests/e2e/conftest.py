@@ -78,6 +78,11 @@ def clean_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 class Reactord:
     """A running reactord: its process, port and log (stderr, kept in a file)."""
 
+    # The log line that gives the port, and what the start-up errors call the process (a subclass
+    # that runs reactord elsewhere changes them).
+    address_line: re.Pattern = ADDRESS_LINE
+    description = "reactord"
+
     def __init__(self, args: list[str], env: dict[str, str] | None, cwd: Path | None, log_dir: Path, preexec_fn=None, binary: str | None = None):
         binary = binary or REACTORD_BIN
         self.args = [binary, *args]
@@ -109,18 +114,18 @@ class Reactord:
     def _wait_for_port(self) -> int:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while time.monotonic() < deadline:
-            match = ADDRESS_LINE.search(self.log())
+            match = self.address_line.search(self.log())
             if match:
                 return int(match.group(1))
             if self.process.poll() is not None:
                 raise AssertionError(
-                    f"reactord exited with {self.process.returncode} before listening; "
+                    f"{self.description} exited with {self.process.returncode} before listening; "
                     f"args={self.args}\n{self.log()}"
                 )
             time.sleep(0.02)
         self.process.kill()
         self.process.wait(5)
-        raise AssertionError(f"reactord did not log its address within {STARTUP_TIMEOUT} s\n{self.log()}")
+        raise AssertionError(f"{self.description} did not log its address within {STARTUP_TIMEOUT} s\n{self.log()}")
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -234,6 +239,19 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
         return probe.getsockname()[1]
+
+
+def wait_until(condition, timeout: float = 10, interval: float = 0.02, message: str = "condition"):
+    """Polls `condition()` every `interval` s until it returns something truthy, and returns that;
+    raises AssertionError naming `message` once `timeout` s have passed without it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{message} not reached within {timeout} s")
+        time.sleep(interval)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import ssl
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,7 @@ from conftest import (
     post_events,
     raw,
     request,
+    wait_until,
 )
 from journal import (
     encode_header,
@@ -286,17 +286,6 @@ def refuse_to_start(data_dir: Path, timeout: float = 10) -> str:
         raise AssertionError(f"reactord started on {data_dir} instead of refusing to:\n{log}") from None
     assert done.returncode != 0, done
     return done.stderr
-
-
-def wait_until(condition, timeout: float = 10, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{message} not reached within {timeout} s")
-        time.sleep(0.02)
 
 
 def write_old_directory(data_dir: Path, snapshot_version: int, state_text: str, events: list[str]) -> None:

@@ -40,11 +40,9 @@ from cluster import (
     Cluster,
     Firer,
     RedisServer,
-    SSEStream,
     assert_contiguous_stream,
     assert_converged,
     cluster_info,
-    finished_sse,
     fire,
     log_key,
     node_names,
@@ -55,10 +53,10 @@ from cluster import (
     state_and_version,
     stream_versions,
     wait_for_version,
-    wait_until,
 )
-from conftest import assert_problem, post_events, request, run_reactord
+from conftest import assert_problem, post_events, request, run_reactord, wait_until
 from journal import all_history
+from sse import CurlStream, finished_stream
 from subscriptions import apply_patch, assert_same_json, assert_silent, next_json, subscribe
 
 INCREMENT = {"type": "increment", "path": "/n"}
@@ -244,7 +242,7 @@ def test_a_websocket_subscriber_sees_every_node_s_events_in_order_and_resumes_on
 def test_an_sse_stream_on_one_node_sees_events_fired_on_the_others(cluster):
     a, b, c = cluster.nodes("a", "b", "c")
     first = fire(a, {"type": "set", "path": "/players", "value": [{"name": "Ayla", "level": 1}]})
-    with SSEStream(a) as stream:
+    with CurlStream(a, max_time=25) as stream:
         assert stream.status == 200
         assert stream.headers["content-type"].startswith("text/event-stream")
         record, snapshot = stream.message()
@@ -262,7 +260,7 @@ def test_an_sse_stream_on_one_node_sees_events_fired_on_the_others(cluster):
         state = assert_converged([a, b, c], last)
         assert_same_json(mirror, state, "the SSE patches on A do not rebuild the state")
     # Resumed with Last-Event-ID on B: the versions after it, and nothing else.
-    status, records = finished_sse(b, "/stream", "-H", f"Last-Event-ID: {first + 9}")
+    status, _, records = finished_stream(b, "/stream", "-H", f"Last-Event-ID: {first + 9}")
     assert status == 200
     data = [record for record in records if "data" in record]
     assert [(r["id"], r["event"]) for r in data] == [(str(v), "patch") for v in range(first + 10, last + 1)]

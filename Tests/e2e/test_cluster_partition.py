@@ -56,7 +56,7 @@ from cluster import (
     pairs,
     problem_of,
 )
-from conftest import HOST, REACTORD_BIN, STARTUP_TIMEOUT, Reactord, Response
+from conftest import HOST, REACTORD_BIN, Reactord, Response, wait_until
 
 INCREMENT = {"type": "increment", "path": "/n"}
 REDIS_TIMEOUT = 1.0
@@ -223,6 +223,8 @@ class NetnsReactord(Reactord):
 
     def __init__(self, network: Network, args: list[str], log_dir):
         self.host = network.ns_ip
+        self.address_line = re.compile(r"address=" + re.escape(self.host) + r":(\d+)")
+        self.description = "reactord in the namespace"
         if not os.access(REACTORD_BIN, os.X_OK):
             raise AssertionError(f"reactord binary not found at {REACTORD_BIN}: run `swift build --product reactord` or set REACTORD_BIN")
         # --insecure: reactord refuses to serve an address other than loopback without tokens; this
@@ -231,21 +233,6 @@ class NetnsReactord(Reactord):
                           "--insecure", *args],
                          None, None, log_dir, binary=IP)
         self.base_url = f"http://{self.host}:{self.port}"
-
-    def _wait_for_port(self) -> int:
-        pattern = re.compile(r"address=" + re.escape(self.host) + r":(\d+)")
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            match = pattern.search(self.log())
-            if match:
-                return int(match.group(1))
-            if self.process.poll() is not None:
-                raise AssertionError(f"reactord in the namespace exited with {self.process.returncode} before listening; "
-                                     f"args={self.args}\n{self.log()}")
-            time.sleep(0.02)
-        self.process.kill()
-        self.process.wait(5)
-        raise AssertionError(f"reactord in the namespace did not log its address within {STARTUP_TIMEOUT} s\n{self.log()}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,17 +336,6 @@ def cluster_info(node) -> dict:
     return answer.json()
 
 
-def wait_until(condition, timeout: float, message: str, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{message} not reached within {timeout} s")
-        time.sleep(interval)
-
-
 def converge(nodes, version: int, timeout: float = 10) -> tuple[object, str]:
     """Every node reaches exactly `version` with the same state and ETag; that state and ETag."""
     seen = []
@@ -367,7 +343,7 @@ def converge(nodes, version: int, timeout: float = 10) -> tuple[object, str]:
         def reached():
             state, current, etag = state_and_version(node)
             return (state, current, etag) if current >= version else None
-        state, current, etag = wait_until(reached, timeout, f"node {node.name} at version {version}")
+        state, current, etag = wait_until(reached, timeout, interval=0.05, message=f"node {node.name} at version {version}")
         assert current == version, f"node {node.name} is at version {current}, beyond {version}"
         seen.append((node.name, state, etag))
     for name, state, etag in seen[1:]:
@@ -443,7 +419,7 @@ def test_a_node_partitioned_from_redis_refuses_writes_in_time_and_rejoins_with_n
     writer.start()
     refused_on_b = 0
     try:
-        wait_until(lambda: len(writer.versions) >= 3, 10, "A acknowledging writes before the cut")
+        wait_until(lambda: len(writer.versions) >= 3, 10, interval=0.05, message="A acknowledging writes before the cut")
         acked_before_cut = len(writer.versions)
 
         # -- The cut: B's Redis traffic vanishes both ways; the test still reaches B over the veth.
@@ -456,7 +432,7 @@ def test_a_node_partitioned_from_redis_refuses_writes_in_time_and_rejoins_with_n
             assert_refusal(b, answer, elapsed, "the first POST on B after the cut")
 
             wait_until(lambda: call(b, "GET", "/readyz").status != 200, max(0.1, cut_at + REDIS_TIMEOUT + SLACK - time.monotonic()),
-                       "B's /readyz non-200 after the cut")
+                       interval=0.05, message="B's /readyz non-200 after the cut")
             timings["B's /readyz non-200 after"] = round(time.monotonic() - cut_at, 2)
             # B serves the last state it had: a version of the one history (only /n increments were
             # acknowledged so far, so n equals the version), no older than what it served before
@@ -501,7 +477,7 @@ def test_a_node_partitioned_from_redis_refuses_writes_in_time_and_rejoins_with_n
                 f"B still refused writes {RECOVERY_DEADLINE} s after the link returned: {answer}\n{b.log()[-3000:]}"
             time.sleep(0.1)
         timings["B's first 200 after the link returned"] = round(time.monotonic() - restored_at, 2)
-        wait_until(lambda: call(b, "GET", "/readyz").status == 200, RECOVERY_DEADLINE, "B's /readyz 200 again")
+        wait_until(lambda: call(b, "GET", "/readyz").status == 200, RECOVERY_DEADLINE, interval=0.05, message="B's /readyz 200 again")
         timings["refused writes on B"] = refused_on_b
         timings["probes until acknowledged"] = probes
     finally:

@@ -15,7 +15,6 @@ import random
 import resource
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from conftest import (
     post_events,
     request,
     run_reactord,
+    wait_until,
 )
 from journal import (
     HEADER_SIZE,
@@ -98,17 +98,6 @@ def text(done: subprocess.CompletedProcess) -> str:
 def torn_warnings(server) -> list[str]:
     """The log's warnings about a torn journal tail cut off at start-up."""
     return [line for line in server.log().splitlines() if " warning " in line and "torn journal tail" in line]
-
-
-def wait_until(condition, timeout: float = 10, interval: float = 0.02, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{message} not reached within {timeout} s")
-        time.sleep(interval)
 
 
 def random_history(server, count: int, seed: int) -> list[tuple[int, object]]:

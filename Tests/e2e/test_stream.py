@@ -4,111 +4,14 @@ retry, then snapshot and patch records; path, mode, since and Last-Event-ID; err
 from __future__ import annotations
 
 import json
-import queue
 import signal
-import subprocess
-import threading
 import time
 
 import pytest
 
 from conftest import HOST, assert_problem, curl_response, get_state, http_request, post_events, raw
+from sse import CurlStream, finished_stream
 from subscriptions import apply_patch, assert_same_json, query_string
-
-
-def parse_records(text: str) -> list[dict]:
-    """SSE records as dicts of field -> value (comments under ":"), in order."""
-    records = []
-    for block in text.split("\n\n"):
-        if not block.strip():
-            continue
-        record: dict = {}
-        for line in block.split("\n"):
-            if line.startswith(":"):
-                record.setdefault(":", []).append(line[1:].strip())
-                continue
-            name, _, value = line.partition(":")
-            record[name] = value[1:] if value.startswith(" ") else value
-        records.append(record)
-    return records
-
-
-class CurlStream:
-    """`curl -N -i` on a stream, its output read as it comes."""
-
-    def __init__(self, server, target: str = "/stream", *args: str, max_time: float = 20):
-        self.process = subprocess.Popen(
-            ["curl", "-sS", "-N", "-i", "--max-time", str(max_time), *args, f"http://{HOST}:{server.port}{target}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.chunks: queue.Queue = queue.Queue()
-        self.buffer = ""
-        threading.Thread(target=self._pump, daemon=True).start()
-        self.status, self.headers = self._head()
-
-    def _pump(self):
-        while True:
-            chunk = self.process.stdout.read1(65536)
-            self.chunks.put(chunk)
-            if not chunk:
-                return
-
-    def _fill(self, timeout: float) -> None:
-        chunk = self.chunks.get(timeout=timeout)
-        if not chunk:
-            raise EOFError(f"the stream ended; got {self.buffer!r}")
-        self.buffer += chunk.decode()
-
-    def _head(self):
-        deadline = time.monotonic() + 5
-        while "\r\n\r\n" not in self.buffer:
-            self._fill(max(0.01, deadline - time.monotonic()))
-        head, _, self.buffer = self.buffer.partition("\r\n\r\n")
-        lines = head.split("\r\n")
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        return int(lines[0].split()[1]), headers
-
-    def record(self, timeout: float = 5) -> dict:
-        deadline = time.monotonic() + timeout
-        while "\n\n" not in self.buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"no record within {timeout} s; have {self.buffer!r}")
-            try:
-                self._fill(remaining)
-            except queue.Empty:
-                continue
-        block, _, self.buffer = self.buffer.partition("\n\n")
-        return parse_records(block + "\n\n")[0]
-
-    def message(self, timeout: float = 5) -> tuple[dict, dict]:
-        """The next data record (skipping comments): the record and its parsed data."""
-        while True:
-            record = self.record(timeout)
-            if "data" in record:
-                return record, json.loads(record["data"])
-
-    def assert_silent(self, timeout: float = 0.5):
-        try:
-            record = self.record(timeout)
-        except TimeoutError:
-            return
-        raise AssertionError(f"expected nothing, got {record}")
-
-    def close(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-        self.process.wait(5)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def fire(server, event) -> int:
@@ -141,18 +44,6 @@ def test_stream_with_curl_n_snapshot_then_patches(server):
             assert message["type"] == "patch" and message["version"] == version
             mirror = apply_patch(mirror, message["ops"])
             assert_same_json(mirror, get_state(server))
-
-
-def finished_stream(server, target: str, *args: str, seconds: float = 1.5):
-    """curl -N for `seconds`, then everything it printed: (status, headers text, records)."""
-    done = subprocess.run(
-        ["curl", "-sS", "-N", "-i", "--max-time", str(seconds), *args, f"http://{HOST}:{server.port}{target}"],
-        capture_output=True,
-        timeout=seconds + 10,
-    )
-    assert done.returncode == 28, f"curl ended with {done.returncode}, not at --max-time: {done.stderr!r}"
-    head, _, body = done.stdout.decode().partition("\r\n\r\n")
-    return int(head.split()[1]), head, parse_records(body)
 
 
 def test_last_event_id_resumes_with_the_missed_patches(server):
