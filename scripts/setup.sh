@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Reactor needs on Debian 12 (or newer): libuv, OpenSSL's libcrypto, hiredis,
-# pkg-config and llhttp, and the servers the tests start (redis-server, nginx, chromium). Idempotent: a second run checks and returns in well under a second.
+# pkg-config and llhttp, and the servers the tests start (redis-server, nginx, chromium).
+# Idempotent: a second run checks and returns in well under a second.
 set -euo pipefail
 
 PREFIX=${LLHTTP_PREFIX:-/usr/local}

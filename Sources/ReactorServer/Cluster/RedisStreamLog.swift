@@ -141,22 +141,24 @@ public final class RedisStreamLog: SharedEventLog {
     /// One of the connections closed: both are opened again after a pause.
     private func lost(_ reason: String) {
         guard reconnectTimer == nil else { return }
-        if connectionState == "connected" {
+        if connectionState == "connected" && !closed {
             logger.error("lost the connection to Redis", metadata: ["reason": "\(reason)"])
         }
         connectionState = "disconnected: \(reason)"
         commandsAnswered = false
         tailAnswered = false
+        if !closed {
+            // Set before the other connection is closed: its own close comes back here.
+            let timer = LoopTimer(loop: loop) { [unowned self] in
+                reconnectTimer = nil
+                reconnects += 1
+                connect()
+            }
+            timer.start(after: 250)
+            reconnectTimer = timer
+        }
         commands?.close()
         tail?.close()
-        guard !closed else { return }
-        let timer = LoopTimer(loop: loop) { [unowned self] in
-            reconnectTimer = nil
-            reconnects += 1
-            connect()
-        }
-        timer.start(after: 250)
-        reconnectTimer = timer
     }
 
     // MARK: The tail
@@ -198,12 +200,15 @@ public final class RedisStreamLog: SharedEventLog {
         guard let commands, commands.isConnected else { return }
         let now = UInt64(Date().timeIntervalSince1970 * 1_000)
         commands.send(RedisCommand.encode(["HSET", keys.nodes, options.node, String(now)])) { _ in }
+        // What this node had applied when it asked: all of it came from Redis before the question,
+        // so a head below it means Redis lost events. (What the tail brings meanwhile does not count.)
+        let appliedWhenAsked = appliedVersion?() ?? 0
         commands.send(RedisCommand.encode(["HGETALL", keys.meta])) { [weak self] reply in
             guard let self, let fields = reply.fields else { return }
             let current = fields["epoch"].map { String(decoding: $0, as: UTF8.self) }
             if current != epoch { return historyLost(found: current) }
             if let head = fields["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) {
-                if let applied = appliedVersion?(), head < applied { return streamWentBack(to: head, applied: applied) }
+                if head < appliedWhenAsked { return streamWentBack(to: head, applied: appliedWhenAsked) }
                 lastVersion = max(lastVersion, head)
             }
             if let snapshot = fields["snapshot"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) { oldestVersion = snapshot }
@@ -248,7 +253,8 @@ public final class RedisStreamLog: SharedEventLog {
         for record in records { arguments.append(record.payload) }
         send(script: ClusterScripts.append, arguments: arguments, on: commands) { [weak self] reply in
             guard let self else { return }
-            let answer = reply.elements.map { $0.compactMap(\.string) } ?? []
+            let parts = reply.elements ?? []
+            let answer = parts.prefix(2).compactMap(\.string)
             switch (answer.first, answer.count == 2 ? answer[1] : nil) {
             case ("ok", let head?):
                 lastVersion = UInt64(head) ?? lastVersion
@@ -266,6 +272,12 @@ public final class RedisStreamLog: SharedEventLog {
                 }
                 conflicts += 1
                 lastVersion = max(lastVersion, head)
+                // What the others appended, handed over before the failure so that the caller can
+                // apply it at once.
+                if parts.count == 3, let entries = parts[2].elements, lostHistory == nil {
+                    let records = Self.records(from: entries)
+                    if !records.isEmpty { onRecords?(records) }
+                }
                 completion(.failure(EventLogError(.behind(head: head), "another node appended up to version \(head) first")))
             case ("epoch", let found):
                 historyLost(found: found.flatMap { $0.isEmpty ? nil : $0 })

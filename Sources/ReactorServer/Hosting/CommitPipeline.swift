@@ -212,9 +212,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             case .success:
                 commit(batch, bytes: records.reduce(0) { $0 + $1.payload.count })
             case .failure(let error) where error.isBehind:
-                // Not appended: applied again once what the others appended first is applied.
+                // Not appended: applied again once what the others appended first is applied
+                // (handed over with the failure, or read now).
                 pending.insert(contentsOf: batch, at: 0)
-                catchUp()
+                if case .behind(let head) = error.kind, (incoming.last?.version ?? publishedVersion) < head { catchUp() }
             case .failure(let error):
                 fail(error)
             }
