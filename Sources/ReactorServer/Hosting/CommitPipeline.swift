@@ -76,7 +76,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     @exclusivity(unchecked) private var waiters: Deque<(version: UInt64, resume: (Outcome) -> Void)> = []
     /// Records others appended to a shared log, after the published version, not applied yet.
     @exclusivity(unchecked) private var incoming: [LogRecord] = []
-    /// Set while a record of a shared log is applied: the event is durable already.
+    /// Set just before a record of a shared log is applied: that event is durable already.
     @exclusivity(unchecked) private var applyingDecided = false
     /// Reading what a shared log holds after the published version (after a `.behind`, or a gap).
     @exclusivity(unchecked) private var catchingUp = false
@@ -177,7 +177,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     func process(event: Event, state: StateType) {}
 
     func process(event: Event, state: StateType, version: UInt64) {
-        guard log != nil, !applyingDecided else { return publish(state, version) }
+        guard log != nil else { return publish(state, version) }
+        if applyingDecided {
+            // The decided event itself, the first the core applies in `applyIfIdle(decided:)`;
+            // what middleware or observers fire meanwhile is applied after it, as this server's own.
+            applyingDecided = false
+            return publish(state, version)
+        }
         let record: LogRecord?
         let kept: (any Event)? = shared == nil ? nil : event
         if let wireForm = offeredWireForm {
@@ -340,7 +346,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         guard core.isIdle, let journaledState else { return }
         let records = incoming
         incoming.removeAll()
-        let own = pending
+        var own = pending
         pending.removeAll()
         let waiting = waiters
         waiters.removeAll()
@@ -354,6 +360,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                 if case .failure(let error)? = applied { throw error }
                 guard case .success(record.version)? = applied else {
                     throw EventLogError(.diverged, "the event of version \(record.version) took version \(String(describing: applied)) here")
+                }
+                if !pending.isEmpty {
+                    // Fired meanwhile by a middleware or an observer: this server's own, so applied
+                    // again after the others', like the rest.
+                    own += pending
+                    pending.removeAll()
+                    core.restore(state: self.journaledState!, version: publishedVersion)
                 }
             } catch {
                 applyingDecided = false

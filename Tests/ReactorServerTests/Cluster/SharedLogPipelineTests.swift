@@ -1,0 +1,263 @@
+import Dispatch
+import Foundation
+import Logging
+import Reactor
+@testable import ReactorServer
+import XCTest
+
+/// The commit pipeline over a log several servers share, with no Redis: an in-memory log that
+/// behaves as the cluster's script does (compare-and-append; a refusal brings the entries the caller
+/// lacks) stands for it, and the test plays the other servers. What the others append is applied
+/// and published as decided; this server's own events, refused because others got there first, are
+/// applied again after theirs and answered with the versions they finally took, or with the
+/// problem the state now refuses them with.
+final class SharedLogPipelineTests: XCTestCase {
+    private var loop: EventLoop!
+
+    override func setUpWithError() throws {
+        loop = try EventLoop.startThread()
+    }
+
+    override func tearDownWithError() throws {
+        loop.stop()
+    }
+
+    /// The shared log: a list of records; appends complete on a later turn of the loop, and can be
+    /// held back to let the test append as another server meanwhile.
+    final class MemoryLog: SharedEventLog, @unchecked Sendable {  // @unchecked: used on the loop thread only
+        let loop: EventLoop
+        var stream: [LogRecord] = []
+        var holding = false
+        private var held: [() -> Void] = []
+        var onRecords: (([LogRecord]) -> Void)?
+        var appliedVersion: (() -> UInt64)?
+        var statistics = EventLogStatistics()
+        var refusals = 0
+
+        init(loop: EventLoop) { self.loop = loop }
+
+        var lastVersion: UInt64 { UInt64(stream.count) }
+        var oldestVersion: UInt64 { 0 }
+        var isReachable: Bool { true }
+        var status: SharedLogStatus {
+            SharedLogStatus(node: "this", head: lastVersion, connection: "connected", peers: [:], lostHistory: nil, conflicts: UInt64(refusals), reconnects: 0)
+        }
+
+        func append(_ records: [LogRecord], completion: @escaping (Result<Void, EventLogError>) -> Void) {
+            let decide = { [self] in
+                if records.first!.version - 1 != lastVersion {
+                    refusals += 1
+                    let missing = Array(stream[Int(records.first!.version - 1)...])
+                    onRecords?(missing)
+                    return completion(.failure(EventLogError(.behind(head: lastVersion), "behind")))
+                }
+                stream += records
+                completion(.success(()))
+            }
+            if holding { held.append(decide) } else { later(decide) }
+        }
+
+        /// Appends what another server applied, and hands it over as the tail would.
+        func appendAsAnotherServer(_ events: [DocumentEvent]) {
+            let added = events.map { event -> LogRecord in
+                let record = LogRecord(version: UInt64(stream.count) + 1, payload: event.json.jsonBytes)
+                stream.append(record)
+                return record
+            }
+            later { [self] in onRecords?(added) }
+        }
+
+        func release() {
+            holding = false
+            let pending = held
+            held = []
+            for decide in pending { later(decide) }
+        }
+
+        private func later(_ body: @escaping () -> Void) {
+            nonisolated(unsafe) let body = body  // run on this loop's thread only
+            loop.enqueue { body() }
+        }
+
+        func read(after version: UInt64, limit: Int, completion: @escaping (Result<[LogRecord], EventLogError>) -> Void) {
+            completion(.success(Array(stream[Int(version)...].prefix(limit))))
+        }
+        func saveSnapshot(at version: UInt64, encode: @escaping @Sendable () throws -> [UInt8], completion: @escaping (Result<Void, EventLogError>) -> Void) {
+            completion(.success(()))
+        }
+        func loadSnapshot(atOrBefore version: UInt64, completion: @escaping (Result<LogRecord?, EventLogError>) -> Void) {
+            completion(.success(nil))
+        }
+        func close(completion: @escaping () -> Void) { completion() }
+        func claimIdempotencyKey(_ key: String, fingerprint: String, milliseconds: UInt64,
+                                 completion: @escaping (Result<SharedIdempotencyEntry?, EventLogError>) -> Void) {
+            completion(.success(nil))
+        }
+        func settleIdempotencyKey(_ key: String, entry: SharedIdempotencyEntry?, milliseconds: UInt64) {}
+    }
+
+    final class Harness: @unchecked Sendable {  // @unchecked: used on the loop thread only (see onLoop)
+        let core: Core<JSONDocument>
+        let pipeline: CommitPipeline<JSONDocument>
+        let log: MemoryLog
+        var published: [UInt64] = []
+
+        init(core: Core<JSONDocument>, pipeline: CommitPipeline<JSONDocument>, log: MemoryLog) {
+            self.core = core
+            self.pipeline = pipeline
+            self.log = log
+        }
+    }
+
+    final class Subscriber: SubscriptionSink {
+        unowned let harness: Harness
+        init(_ harness: Harness) { self.harness = harness }
+        func deliver(_ message: SubscriberMessage) { harness.published.append(message.version) }
+    }
+
+    private func onLoop<T: Sendable>(_ body: @escaping @Sendable (@escaping @Sendable (T) -> Void) -> Void) -> T {
+        let result = Locked<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        loop.enqueue {
+            body { value in
+                result.withLock { $0 = value }
+                done.signal()
+            }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "the loop answered in time")
+        return result.withLock { $0! }
+    }
+
+    private func harness(middlewares: [any Middleware<JSONDocument>] = []) -> Harness {
+        let loop = loop!
+        return onLoop { finish in
+            var logger = Logger(label: "test")
+            logger.logLevel = .critical
+            let log = MemoryLog(loop: loop)
+            let core = Core(state: JSONDocument(), version: 0, middlewares: middlewares, executor: loop)
+            unowned var publisher: CommitPipeline<JSONDocument>?
+            let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { publisher!.published.state }
+            let pipeline = CommitPipeline(core: core, state: JSONDocument(), version: 0, log: log, hub: hub, loop: loop, options: .init(), logger: logger)
+            publisher = pipeline
+            core.add(middleware: pipeline)
+            let harness = Harness(core: core, pipeline: pipeline, log: log)
+            _ = hub.subscribe(Subscriber(harness), to: SubscriptionSelection(path: .root, mode: .patch), since: nil)
+            finish(harness)
+        }
+    }
+
+    enum Answer: Equatable, Sendable {
+        case version(UInt64)
+        case status(Int)
+    }
+
+    private static func event(_ text: String) -> DocumentEvent {
+        try! JSONDocument.eventRegistry.decode(JSON(parsing: text)) as! DocumentEvent
+    }
+
+    private static let increment = event(#"{"type":"increment","path":"/n"}"#)
+
+    /// Fires `events` on this server, then (before its append is decided) lets another server append
+    /// `others`; returns each own event's answer.
+    private func fire(_ events: [DocumentEvent], on harness: Harness, whileOthersAppend others: [DocumentEvent] = []) -> [Answer] {
+        let answers: [Answer] = onLoop { finish in
+            harness.log.holding = !others.isEmpty
+            let collected = Locked<[Int: Answer]>([:])
+            for (index, event) in events.enumerated() {
+                harness.core.fire(event: event, origin: nil) { result in
+                    guard case .success(let version) = result else { return XCTFail("\(event) applies here first") }
+                    harness.pipeline.whenPublished(version) { outcome in
+                        let all = collected.withLock { answers -> [Int: Answer] in
+                            switch outcome {
+                            case .success(let published): answers[index] = .version(published)
+                            case .failure(let problem): answers[index] = .status(problem.status.code)
+                            }
+                            return answers
+                        }
+                        if all.count == events.count { finish((0..<events.count).map { all[$0]! }) }
+                    }
+                }
+            }
+            if !others.isEmpty {
+                harness.log.appendAsAnotherServer(others)
+                harness.log.release()
+            }
+        }
+        return answers
+    }
+
+    private func settled(_ harness: Harness) -> (version: UInt64, core: UInt64, root: JSON, stream: [String], published: [UInt64]) {
+        onLoop { finish in
+            let (version, state) = harness.pipeline.published
+            let stream = harness.log.stream.map { String(decoding: $0.payload, as: UTF8.self) }
+            finish((version, harness.core.version, state.root, stream, harness.published))
+        }
+    }
+
+    func testWhatAnotherServerAppendedIsAppliedAndPublishedInOrder() {
+        let harness = harness()
+        let _: Bool = onLoop { finish in
+            harness.log.appendAsAnotherServer([Self.increment, Self.increment, Self.event(#"{"type":"set","path":"/who","value":"b"}"#)])
+            finish(true)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while settled(harness).version < 3, Date() < deadline { usleep(1_000) }
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 3)
+        XCTAssertEqual(state.core, 3)
+        XCTAssertEqual(state.root, ["n": 2, "who": "b"])
+        XCTAssertEqual(state.published, [1, 2, 3])
+    }
+
+    func testOwnEventsRefusedBecauseOthersAppendedFirstTakeTheVersionsAfterTheirs() {
+        let harness = harness()
+        let answers = fire([Self.increment, Self.increment], on: harness,
+                           whileOthersAppend: [Self.event(#"{"type":"set","path":"/n","value":10}"#), Self.increment])
+        XCTAssertEqual(answers, [.version(3), .version(4)])
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 4)
+        XCTAssertEqual(state.core, 4)
+        XCTAssertEqual(state.root, ["n": 13])
+        XCTAssertEqual(state.stream.count, 4)
+        XCTAssertEqual(state.published, [1, 2, 3, 4], "subscribers saw one history, never the undone one")
+        XCTAssertEqual(harness.log.refusals, 1)
+    }
+
+    func testAnOwnEventTheStateRefusesOnceTheOthersAreAppliedIsAnswered422() {
+        let harness = harness()
+        let answers = fire([Self.increment], on: harness, whileOthersAppend: [Self.event(#"{"type":"set","path":"/n","value":"text"}"#)])
+        XCTAssertEqual(answers, [.status(422)])
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 1)
+        XCTAssertEqual(state.root, ["n": "text"])
+        XCTAssertEqual(state.stream.count, 1, "the refused event was never appended")
+    }
+
+    func testEventsAMiddlewareFiresWhileOthersAreAppliedAreThisServersOwn() {
+        // A middleware that answers every `set` of /ping by incrementing /pong, on this server.
+        final class Echo: Middleware, @unchecked Sendable {  // @unchecked: called on the loop thread only
+            weak var core: Core<JSONDocument>?
+            func process(event: Event, state: JSONDocument) {}
+            func process(event: Event, state: JSONDocument, version: UInt64) {
+                if case .set(let path, _)? = event as? DocumentEvent, path.string == "/ping" {
+                    core?.fire(event: DocumentEvent.increment(path: try! JSONPointer("/pong"), by: 1))
+                }
+            }
+        }
+        let echo = Echo()
+        let harness = harness(middlewares: [echo])
+        let _: Bool = onLoop { finish in
+            echo.core = harness.core
+            harness.log.appendAsAnotherServer([Self.event(#"{"type":"set","path":"/ping","value":1}"#), Self.increment])
+            finish(true)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while settled(harness).version < 3, Date() < deadline { usleep(1_000) }
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 3, "the others' two events, then the echo appended after them")
+        XCTAssertEqual(state.core, 3)
+        XCTAssertEqual(state.root, ["ping": 1, "n": 1, "pong": 1])
+        XCTAssertEqual(state.stream.last, #"{"type":"increment","path":"/pong","by":1}"#)
+        XCTAssertTrue(harness.pipeline.isHealthy)
+    }
+}
