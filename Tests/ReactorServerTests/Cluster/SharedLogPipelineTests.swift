@@ -116,16 +116,7 @@ final class SharedLogPipelineTests: XCTestCase {
     }
 
     private func onLoop<T: Sendable>(_ body: @escaping @Sendable (@escaping @Sendable (T) -> Void) -> Void) -> T {
-        let result = Locked<T?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        loop.enqueue {
-            body { value in
-                result.withLock { $0 = value }
-                done.signal()
-            }
-        }
-        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "the loop answered in time")
-        return result.withLock { $0! }
+        loop.runAndWait(body)
     }
 
     private func harness(middlewares: [any Middleware<JSONDocument>] = []) -> Harness {

@@ -55,16 +55,7 @@ final class CommitPipelineTests: XCTestCase {
     }
 
     private func onLoop<T: Sendable>(_ body: @escaping @Sendable (@escaping @Sendable (T) -> Void) -> Void) -> T {
-        let result = Locked<T?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        loop.enqueue {
-            body { value in
-                result.withLock { $0 = value }
-                done.signal()
-            }
-        }
-        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "the loop answered in time")
-        return result.withLock { $0! }
+        loop.runAndWait(body)
     }
 
     private func open(fsync: FsyncPolicy = .batch, segmentBytes: Int = 1 << 20, snapshotEvents: Int = 100_000) throws -> Harness {
