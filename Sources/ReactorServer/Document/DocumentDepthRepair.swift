@@ -33,7 +33,8 @@ public enum DocumentDepthRepair {
         let lock = try directory.lock()
         defer { close(lock) }
         var document = JSONDocument()
-        let unbounded = JSONParser(maxDepth: .max)
+        // Deeper than any reactord wrote (it crashed past some 14,000 levels), and within the stack.
+        let unbounded = JSONParser(maxDepth: 1_000_000)
         let report = try Storage.read(directory, repair: true, restore: { snapshot in
             document = JSONDocument(root: try unbounded.parse(snapshot.payload))
         }, replay: { record in
