@@ -74,6 +74,12 @@ final class IdempotencyCache {
         status < 500 && ![400, 413, 415, 429].contains(status)
     }
 
+    /// The answers a key can hold, for a replay that has only the code (from a cluster's Redis).
+    static let rememberedStatuses: [HTTPStatus] = [.ok, .conflict, .unprocessableContent, .forbidden, .notFound, .gone]
+
+    /// How long a cluster holds a key for a request still being carried out (then for the window).
+    static let sharedClaimMilliseconds: UInt64 = 30_000
+
     /// The same for every server of a cluster (a `Hasher`'s is not): SHA-1 of method, target, body.
     static func sharedFingerprint(of request: HTTPRequest) -> String {
         RedisStreamLog.sha1Hex(Array("\(request.method.name) \(request.target)\n".utf8) + request.body)

@@ -84,7 +84,9 @@ final class StateService<StateType: HostedState> {
         let sharedKey = RedisStreamLog.sha1Hex(Array(scopedKey.utf8))
         let sharedFingerprint = IdempotencyCache.sharedFingerprint(of: request)
         let window = idempotencyWindowMilliseconds
-        shared.claimIdempotencyKey(sharedKey, fingerprint: sharedFingerprint, milliseconds: window) { [self] claim in
+        // Claimed for as long as a request can take, and kept for the window once answered: a key
+        // whose first request died with its node is free again soon, not after the whole window.
+        shared.claimIdempotencyKey(sharedKey, fingerprint: sharedFingerprint, milliseconds: min(window, IdempotencyCache.sharedClaimMilliseconds)) { [self] claim in
             switch claim {
             case .success(nil):
                 applyEvents(request, context: context) { [idempotency] response in
@@ -99,9 +101,9 @@ final class StateService<StateType: HostedState> {
             case .success(.inFlight?):
                 idempotency.forget(scopedKey)
                 respond(Problem.idempotentRequestInProgress(key).response)
-            case .success(.answered(_, let status, let body)?):
-                var response = HTTPResponse(status: status < 300 ? .ok : status == 409 ? .conflict : .unprocessableContent,
-                                            contentType: status < 300 ? .json : .problemJSON, body: body)
+            case .success(.answered(_, let code, let body)?):
+                let status = IdempotencyCache.rememberedStatuses.first { $0.code == code } ?? HTTPStatus(code, "Replayed")
+                var response = HTTPResponse(status: status, contentType: code < 300 ? .json : .problemJSON, body: body)
                 idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
                 response.addHeader("Idempotent-Replayed", "true")
                 respond(response)
