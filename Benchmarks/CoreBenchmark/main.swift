@@ -22,6 +22,20 @@ final class Watcher: Subscriber {
     func update(with state: Scoreboard) { seen &+= state.total }
 }
 
+/// Counts the states it is given, on its own queue, checking they come in order.
+/// @unchecked Sendable: `seen` and `last` are touched on the watcher's serial queue only (and read
+/// after a `sync` on it).
+final class QueueWatcher: Subscriber, @unchecked Sendable {
+    var seen = 0
+    var last: UInt64 = 0
+    func update(with state: Scoreboard) {}
+    func update(with state: Scoreboard, version: UInt64) {
+        precondition(seen == 0 || version == last + 1, "states out of order")
+        last = version
+        seen += 1
+    }
+}
+
 struct Counting: Middleware {
     func process(event: Event, state: Scoreboard) {
         if state.events < 0 { print("never") }
@@ -68,6 +82,25 @@ func core(subscribers: Int, onExecutor: Bool) -> Double {
     return Double(eventCount) / time
 }
 
+/// Fired from this thread at a core on its default executor, each subscriber on a serial queue of
+/// its own (`notifyOnQueue:`, as the seed's README does): until every subscriber has every state.
+func coreWithQueuedSubscribers(_ subscribers: Int) -> Double {
+    let core = Core(state: Scoreboard(), middlewares: [Counting()])
+    let queues = (0..<subscribers).map { DispatchQueue(label: "watcher.\($0)") }
+    let watchers = (0..<subscribers).map { _ in QueueWatcher() }
+    for (watcher, queue) in zip(watchers, queues) { core.add(subscriber: watcher, notifyOnQueue: queue) }
+    let events: [any Event] = [Score(points: 1), Score(points: 2)]
+    let time = seconds {
+        for index in 0..<eventCount { core.fire(event: events[index & 1]) }
+        _ = core.snapshot()
+        for queue in queues { queue.sync {} }
+    }
+    for (watcher, queue) in zip(watchers, queues) {
+        queue.sync { precondition(watcher.seen == eventCount + 1 && watcher.last == UInt64(eventCount), "every state, in order") }
+    }
+    return Double(eventCount) / time
+}
+
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted[sorted.count / 2]
@@ -85,6 +118,10 @@ let cases = [
         Case(name: "fire, \(onExecutor ? "on the executor" : "from another thread"), \(subscribers) subscriber\(subscribers == 1 ? "" : "s"), 1 middleware") {
             core(subscribers: subscribers, onExecutor: onExecutor)
         }
+    }
+} + [1, 10].map { subscribers in
+    Case(name: "fire from another thread, \(subscribers) subscriber\(subscribers == 1 ? "" : "s") on its own queue, 1 middleware") {
+        coreWithQueuedSubscribers(subscribers)
     }
 }
 
