@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 if [ "${1:-}" = "--tsan" ]; then
-    exec swift test --sanitize=thread --scratch-path .build-tsan --filter "ReactorTests|EventLoopExecutorTests|CommitPipelineTests"
+    exec swift test --sanitize=thread --scratch-path .build-tsan --filter "ReactorTests|EventLoopExecutorTests|CommitPipelineTests|SharedLogPipelineTests"
 fi
 swift build --build-tests
 swift test
