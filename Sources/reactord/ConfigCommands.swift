@@ -79,6 +79,11 @@ struct Config: ParsableCommand {
                 "snapshotEvents": .integer(Int64(storage.snapshotEvents)),
                 "snapshotBytes": .integer(Int64(storage.snapshotBytes)),
                 "segmentBytes": .integer(Int64(log.segmentBytes)),
+                "redis": nil,
+                "redisKey": "reactor",
+                "nodeName": nil,
+                "redisTimeout": 2,
+                "redisWaitReplicas": 0,
             ]
             // One key per line, each value compact: easy to read and to edit.
             guard case .object(let members) = defaults else { return }
