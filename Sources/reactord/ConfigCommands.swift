@@ -82,7 +82,7 @@ struct Config: ParsableCommand {
                 "redis": nil,
                 "redisKey": "reactor",
                 "nodeName": nil,
-                "redisTimeout": 2,
+                "redisTimeout": .number(RedisStreamLog.Options.defaultTimeoutSeconds),
                 "redisWaitReplicas": 0,
             ]
             // One key per line, each value compact: easy to read and to edit.

@@ -198,7 +198,7 @@ struct Settings {
         let key = redisKey ?? "reactor"
         guard !key.isEmpty, !key.contains("}") else { throw ConfigurationError("redis-key must be a non-empty name without '}'") }
         let node = nodeName ?? ProcessInfo.processInfo.hostName + ":" + String(ProcessInfo.processInfo.processIdentifier)
-        let timeout = redisTimeout ?? 2
+        let timeout = redisTimeout ?? RedisStreamLog.Options.defaultTimeoutSeconds
         guard timeout > 0 else { throw ConfigurationError("redis-timeout must be positive") }
         let replicas = redisWaitReplicas ?? 0
         guard replicas >= 0 else { throw ConfigurationError("redis-wait-replicas must be 0 or more") }

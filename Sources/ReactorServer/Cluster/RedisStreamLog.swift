@@ -22,7 +22,11 @@ public final class RedisStreamLog: SharedEventLog {
         /// Replicas that must confirm an append (Redis's `WAIT`) before it is acknowledged; 0 for none.
         public var waitReplicas: Int
 
-        public init(host: String, port: Int32, cluster: String, node: String, timeoutMilliseconds: UInt64 = 2_000, waitReplicas: Int = 0) {
+        /// How long Redis may take to answer by default, in seconds.
+        public static let defaultTimeoutSeconds = 2.0
+
+        public init(host: String, port: Int32, cluster: String, node: String,
+                    timeoutMilliseconds: UInt64 = UInt64(defaultTimeoutSeconds * 1_000), waitReplicas: Int = 0) {
             self.host = host
             self.port = port
             self.cluster = cluster
