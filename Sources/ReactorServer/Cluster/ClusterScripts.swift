@@ -43,18 +43,15 @@ public enum ClusterScripts {
     /// Compare-and-append. KEYS: meta, log. ARGV: the version the caller's records follow, the epoch
     /// it knows, its node name, then one record per event. Appends them all, with the versions after
     /// the expected one, only if the stream's head is that version and the epoch is the caller's.
-    /// Answers `{"ok", head}`, `{"behind", head, entries}` (nothing written; `entries` are those
-    /// after the caller's version, up to 4,096, so that it catches up without another round trip and
-    /// tries again), or `{"epoch", epoch}` (the history the caller knows is not this Redis's).
+    /// Answers `{"ok", head}`, `{"behind", head}` (nothing written: the caller's tail brings what
+    /// the others appended, and it tries again on top), or `{"epoch", epoch}` (the history the
+    /// caller knows is not this Redis's).
     public static let append = """
         local epoch = redis.call('HGET', KEYS[1], 'epoch')
         if epoch ~= ARGV[2] then return {'epoch', epoch or ''} end
         local head = tonumber(redis.call('HGET', KEYS[1], 'version'))
         local expected = tonumber(ARGV[1])
-        if head ~= expected then
-          if head < expected then return {'behind', tostring(head)} end
-          return {'behind', tostring(head), redis.call('XRANGE', KEYS[2], string.format('(%d-0', expected), '+', 'COUNT', 4096)}
-        end
+        if head ~= expected then return {'behind', tostring(head)} end
         for i = 4, #ARGV do
           head = head + 1
           redis.call('XADD', KEYS[2], string.format('%d-0', head), 'n', ARGV[3], 'e', ARGV[i])

@@ -276,12 +276,6 @@ public final class RedisStreamLog: SharedEventLog {
                 }
                 conflicts += 1
                 lastVersion = max(lastVersion, head)
-                // What the others appended, handed over before the failure so that the caller can
-                // apply it at once.
-                if parts.count == 3, let entries = parts[2].elements, lostHistory == nil {
-                    let records = Self.records(from: entries)
-                    if !records.isEmpty { onRecords?(records) }
-                }
                 completion(.failure(EventLogError(.behind(head: head), "another node appended up to version \(head) first")))
             case ("epoch", let found):
                 historyLost(found: found.flatMap { $0.isEmpty ? nil : $0 })

@@ -35,7 +35,7 @@ public protocol EventLog: AnyObject {
 /// A log several servers append to, as one: besides appending what this server applied, it hands
 /// over, in order, what the others appended (`SharedEventLog.onRecords`), which this server then
 /// applies as it is, with no say. An append made on a history that moved on meanwhile fails with
-/// `.behind`, having written nothing.
+/// `.behind`, having written nothing; `onRecords` brings what the others appended up to its head.
 public protocol SharedEventLog: EventLog {
     /// Receives records appended to the log, in order of version (some may be this server's own,
     /// or ones it has already: the receiver skips what it has). Set once, before the first append.

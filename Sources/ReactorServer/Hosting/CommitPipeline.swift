@@ -78,8 +78,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     @exclusivity(unchecked) private var incoming: [LogRecord] = []
     /// Set just before a record of a shared log is applied: that event is durable already.
     @exclusivity(unchecked) private var applyingDecided = false
-    /// Reading what a shared log holds after the published version (after a `.behind`, or a gap).
+    /// Reading what a shared log holds after the published version (after a gap, or a handover
+    /// that did not come).
     @exclusivity(unchecked) private var catchingUp = false
+    /// After an append found the others ahead: the head they had reached, until the log has handed
+    /// over what leads up to it (0 when nothing is awaited). Appending before then would fail again.
+    @exclusivity(unchecked) private var awaitedHead: UInt64 = 0
+    @exclusivity(unchecked) private var handoverTimer: LoopTimer?
     /// The last append's failure, while no later append has succeeded.
     @exclusivity(unchecked) private(set) var failure: EventLogError?
     @exclusivity(unchecked) private var eventsSinceSnapshot = 0
@@ -204,7 +209,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
 
     /// Appends what the core applied since the last append, unless an append is still running.
     private func flush() {
-        guard let log, !appending, !catchingUp, !pending.isEmpty else { return }
+        guard let log, !appending, !catchingUp, awaitedHead == 0, !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll(keepingCapacity: true)
         guard batch.allSatisfy({ $0.record != nil }) else {
@@ -218,10 +223,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             case .success:
                 commit(batch, bytes: records.reduce(0) { $0 + $1.payload.count })
             case .failure(let error) where error.isBehind:
-                // Not appended: applied again once what the others appended first is applied
-                // (handed over with the failure, or read now).
+                // Not appended: applied again once what the others appended first is applied.
                 pending.insert(contentsOf: batch, at: 0)
-                if case .behind(let head) = error.kind, (incoming.last?.version ?? publishedVersion) < head { catchUp() }
+                if case .behind(let head) = error.kind { awaitHandover(upTo: head) }
             case .failure(let error):
                 fail(error)
             }
@@ -269,6 +273,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         ])
         failure = error
         pending.removeAll()
+        endHandover()
         metrics.eventsUndone += core.version - publishedVersion
         let (version, state) = published
         core.restore(state: state, version: version)
@@ -281,10 +286,39 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// Records a shared log handed over: kept in order, applied when nothing of this server's own is
     /// being appended (see `reconcile`).
     private func received(_ records: [LogRecord]) {
-        for record in records where record.version > max(publishedVersion, incoming.last?.version ?? 0) {
+        for record in records where record.version > receivedVersion {
             incoming.append(record)
         }
+        if awaitedHead != 0 && receivedVersion >= awaitedHead { endHandover() }
         reconcile()
+    }
+
+    /// The newest version this server has, applied or waiting to be.
+    private var receivedVersion: UInt64 { max(publishedVersion, incoming.last?.version ?? 0) }
+
+    /// How long the log's tail may take to hand over what an append found the others had appended,
+    /// before it is read instead. The tail brings it within a round trip; this covers a tail that
+    /// stopped (a read on a broken connection then fails the events with a 503, as an append would).
+    static var handoverGraceMilliseconds: UInt64 { 100 }
+
+    /// Holds this server's appends until the log has handed over the others' records up to `head`:
+    /// its tail brings them anyway, so the refused append neither carried them back nor needs a read.
+    private func awaitHandover(upTo head: UInt64) {
+        guard receivedVersion < head else { return }
+        awaitedHead = max(awaitedHead, head)
+        if handoverTimer == nil {
+            handoverTimer = LoopTimer(loop: loop) { [unowned self] in
+                guard awaitedHead != 0 else { return }
+                endHandover()
+                catchUp()
+            }
+        }
+        handoverTimer!.start(after: Self.handoverGraceMilliseconds)
+    }
+
+    private func endHandover() {
+        awaitedHead = 0
+        handoverTimer?.stop()
     }
 
     /// Reads what the shared log holds after the published version: after an append found the

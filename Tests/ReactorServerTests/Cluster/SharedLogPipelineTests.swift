@@ -6,8 +6,8 @@ import Reactor
 import XCTest
 
 /// The commit pipeline over a log several servers share, with no Redis: an in-memory log that
-/// behaves as the cluster's script does (compare-and-append; a refusal brings the entries the caller
-/// lacks) stands for it, and the test plays the other servers. What the others append is applied
+/// behaves as the cluster's script and tail do (compare-and-append, a refusal writes nothing; what
+/// is appended is handed over to every server) stands for it, and the test plays the other servers. What the others append is applied
 /// and published as decided; this server's own events, refused because others got there first, are
 /// applied again after theirs and answered with the versions they finally took, or with the
 /// problem the state now refuses them with.
@@ -33,6 +33,10 @@ final class SharedLogPipelineTests: XCTestCase {
         var appliedVersion: (() -> UInt64)?
         var statistics = EventLogStatistics()
         var refusals = 0
+        var reads = 0
+        /// What another server appends is handed over only when the test says so (`handOver`).
+        var tailHeld = false
+        private var unhanded: [LogRecord] = []
 
         init(loop: EventLoop) { self.loop = loop }
 
@@ -47,8 +51,6 @@ final class SharedLogPipelineTests: XCTestCase {
             let decide = { [self] in
                 if records.first!.version - 1 != lastVersion {
                     refusals += 1
-                    let missing = Array(stream[Int(records.first!.version - 1)...])
-                    onRecords?(missing)
                     return completion(.failure(EventLogError(.behind(head: lastVersion), "behind")))
                 }
                 stream += records
@@ -64,6 +66,14 @@ final class SharedLogPipelineTests: XCTestCase {
                 stream.append(record)
                 return record
             }
+            if tailHeld { unhanded += added } else { later { [self] in onRecords?(added) } }
+        }
+
+        /// Hands over what another server appended while the tail was held.
+        func handOver() {
+            let added = unhanded
+            unhanded = []
+            tailHeld = false
             later { [self] in onRecords?(added) }
         }
 
@@ -80,6 +90,7 @@ final class SharedLogPipelineTests: XCTestCase {
         }
 
         func read(after version: UInt64, limit: Int, completion: @escaping (Result<[LogRecord], EventLogError>) -> Void) {
+            reads += 1
             completion(.success(Array(stream[Int(version)...].prefix(limit))))
         }
         func saveSnapshot(at version: UInt64, encode: @escaping @Sendable () throws -> [UInt8], completion: @escaping (Result<Void, EventLogError>) -> Void) {
@@ -148,11 +159,23 @@ final class SharedLogPipelineTests: XCTestCase {
 
     private static let increment = event(#"{"type":"increment","path":"/n"}"#)
 
+    /// How the others' records reach this server after its append is refused for them.
+    enum Handover {
+        /// Before the refusal, as a tail usually brings them.
+        case beforeRefusal
+        /// After the refusal: the pipeline waits for them before it appends again.
+        case afterRefusal
+        /// Never: the tail stopped, and the pipeline reads them after its grace.
+        case never
+    }
+
     /// Fires `events` on this server, then (before its append is decided) lets another server append
     /// `others`; returns each own event's answer.
-    private func fire(_ events: [DocumentEvent], on harness: Harness, whileOthersAppend others: [DocumentEvent] = []) -> [Answer] {
+    private func fire(_ events: [DocumentEvent], on harness: Harness, whileOthersAppend others: [DocumentEvent] = [],
+                      handover: Handover = .beforeRefusal) -> [Answer] {
         let answers: [Answer] = onLoop { finish in
             harness.log.holding = !others.isEmpty
+            harness.log.tailHeld = handover != .beforeRefusal
             let collected = Locked<[Int: Answer]>([:])
             for (index, event) in events.enumerated() {
                 harness.core.fire(event: event, origin: nil) { result in
@@ -172,6 +195,7 @@ final class SharedLogPipelineTests: XCTestCase {
             if !others.isEmpty {
                 harness.log.appendAsAnotherServer(others)
                 harness.log.release()
+                if handover == .afterRefusal { harness.log.handOver() }
             }
         }
         return answers
@@ -212,6 +236,32 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(state.stream.count, 4)
         XCTAssertEqual(state.published, [1, 2, 3, 4], "subscribers saw one history, never the undone one")
         XCTAssertEqual(harness.log.refusals, 1)
+    }
+
+    func testARefusedAppendWaitsForTheOthersRecordsRatherThanReadingThem() {
+        let harness = harness()
+        let answers = fire([Self.increment, Self.increment], on: harness,
+                           whileOthersAppend: [Self.event(#"{"type":"set","path":"/n","value":10}"#)], handover: .afterRefusal)
+        XCTAssertEqual(answers, [.version(2), .version(3)])
+        let state = settled(harness)
+        XCTAssertEqual(state.root, ["n": 12])
+        XCTAssertEqual(state.published, [1, 2, 3])
+        let (refusals, reads): (Int, Int) = onLoop { finish in finish((harness.log.refusals, harness.log.reads)) }
+        XCTAssertEqual(refusals, 1, "no append was tried before the others' records arrived")
+        XCTAssertEqual(reads, 0, "the tail brought them")
+    }
+
+    func testARefusedAppendReadsTheOthersRecordsWhenTheTailDoesNotBringThem() {
+        let harness = harness()
+        let started = Date()
+        let answers = fire([Self.increment], on: harness, whileOthersAppend: [Self.increment, Self.increment], handover: .never)
+        XCTAssertEqual(answers, [.version(3)])
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started) * 1_000, Double(CommitPipeline<JSONDocument>.handoverGraceMilliseconds) * 0.9)
+        let state = settled(harness)
+        XCTAssertEqual(state.root, ["n": 3])
+        XCTAssertEqual(state.published, [1, 2, 3])
+        let reads: Int = onLoop { finish in finish(harness.log.reads) }
+        XCTAssertEqual(reads, 1)
     }
 
     func testAnOwnEventTheStateRefusesOnceTheOthersAreAppliedIsAnswered422() {
