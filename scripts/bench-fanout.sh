@@ -14,6 +14,10 @@
 #   PIN=0                      1: servers on CPU 0, reactor-bench on CPU 1 (Go then runs GOMAXPROCS=1)
 #   BUILD=1                    0: use the binaries as they are
 #   TIMEOUT=300                seconds one reactor-bench run may take
+#   DEFLATE_SUBSCRIBERS=10000  then reactord alone, with and without permessage-deflate, on a
+#                              realistic state (16 players, a 4 KB snapshot; each event sets one
+#                              player to a ~300-byte object): wire bytes per push and per snapshot,
+#                              CPU per push (0 skips it)
 # Defaults take about 3 minutes with the builds up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +32,7 @@ GO_PORT=${GO_PORT:-18181}
 PIN=${PIN:-0}
 BUILD=${BUILD:-1}
 TIMEOUT=${TIMEOUT:-300}
+DEFLATE_SUBSCRIBERS=${DEFLATE_SUBSCRIBERS:-10000}
 
 scripts/setup.sh
 
@@ -61,7 +66,7 @@ done
 
 # One descriptor per subscriber in the server and in reactor-bench, each its own process.
 max=0
-for n in $SUBSCRIBERS; do [ "$n" -gt "$max" ] && max=$n; done
+for n in $SUBSCRIBERS $DEFLATE_SUBSCRIBERS; do [ "$n" -gt "$max" ] && max=$n; done
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((max + 256)) ]; then
     echo "bench-fanout: the open-file limit is $(ulimit -n), too low for $max subscribers" >&2; exit 1
@@ -165,4 +170,52 @@ for n in $SUBSCRIBERS; do
     printf 'N=%-6s reactord/go CPU per push: %s (target <= 0.8 at 10000)   reactord RSS per idle subscriber: %s KiB (target <= 4)\n' \
         "$n" "$ratio" "$(awk -v b="$rss" 'BEGIN { if (b == "n/a") print b; else printf "%.2f", b / 1024 }')"
 done
+
+# --- permessage-deflate on a realistic state -----------------------------------------------------
+if [ "$DEFLATE_SUBSCRIBERS" -gt 0 ]; then
+    players=$(python3 -c '
+import json
+print(json.dumps({"type": "set", "path": "/players", "value": {f"p{i}": {"name": f"Player {i}", "score": i, "level": i % 50,
+    "team": "red" if i % 2 == 0 else "blue", "position": {"x": i, "y": i, "z": 0}, "inventory": ["sword", "shield", "potion of healing", "map"],
+    "status": "exploring the northern caves", "lastSeen": "2026-11-26T06:00:00Z", "guild": "The Order of the Reactor"} for i in range(16)}}))')
+    deflate_results=()
+    echo
+    echo "reactord alone, $DEFLATE_SUBSCRIBERS subscribers, realistic state, with and without permessage-deflate:"
+    printf '%-4s %-8s %9s %9s %9s %10s %10s %9s
+' run mode "µs/push" "user" "system" "B/push" "B/snapshot" "RSS/sub"
+    for run in $(seq "$RUNS"); do
+        for mode in plain deflate; do
+            start reactord
+            curl -s -o /dev/null -f -H 'Content-Type: application/json' --data-binary "$players" "http://127.0.0.1:$REACTORD_PORT/events" \
+                || { echo "bench-fanout: the realistic state was refused" >&2; exit 1; }
+            flags=(--realistic --path /players); [ $mode = deflate ] && flags+=(--deflate)
+            out=$("${cpu_client[@]}" "$BENCH" --port "$REACTORD_PORT" --subscribers "$DEFLATE_SUBSCRIBERS" --events "$EVENTS" --window "$WINDOW" \
+                --server-pid "$server_pid" --timeout "$TIMEOUT" "${flags[@]}" 2>&1) && status=0 || status=$?
+            echo "=== reactord $mode, realistic, $DEFLATE_SUBSCRIBERS subscribers, run $run (exit $status)" >>"$tmp/bench.log"
+            echo "$out" >>"$tmp/bench.log"
+            stop
+            line=$(grep '^RESULT ' <<<"$out" || true)
+            if [ "$status" -ne 0 ] || [ -z "$line" ]; then
+                failures=$((failures + 1))
+                echo "bench-fanout: reactor-bench failed on reactord ($mode, realistic) (exit $status):" >&2
+                echo "$out" | tail -15 >&2
+                [ -n "$line" ] || continue
+            fi
+            eval "$(sed -e 's/^RESULT //' -e 's/\([a-z_0-9]*\)=\([^ ]*\)/r_\1=\2;/g' <<<"$line")"
+            printf '%-4s %-8s %9s %9s %9s %10s %10s %9s\n' "$run" $mode "$r_server_cpu_us_per_push" "$r_server_user_us_per_push" \
+                "$r_server_system_us_per_push" "$r_wire_bytes_per_push" "$r_snapshot_wire_bytes" "$r_rss_bytes_per_subscriber"
+            deflate_results+=("$mode $r_server_cpu_us_per_push $r_wire_bytes_per_push $r_snapshot_wire_bytes $r_rss_bytes_per_subscriber")
+        done
+    done
+    dmedian() { printf '%s\n' "${deflate_results[@]}" | awk -v m="$1" -v c="$2" '$1 == m && $c != "n/a" { print $c }' | median_of; }
+    echo
+    echo "Medians of $RUNS runs:"
+    printf '%-8s %12s %10s %12s %12s\n' mode "CPU µs/push" "B/push" "B/snapshot" "RSS/sub KiB"
+    for mode in plain deflate; do
+        printf '%-8s %12s %10s %12s %12s\n' $mode "$(dmedian $mode 2)" "$(dmedian $mode 3)" "$(dmedian $mode 4)" \
+            "$(awk -v b="$(dmedian $mode 5)" 'BEGIN { if (b == "n/a") print b; else printf "%.2f", b / 1024 }')"
+    done
+    ratio() { awk -v a="$(dmedian deflate "$1")" -v b="$(dmedian plain "$1")" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.3f", a / b }'; }
+    echo "deflate/plain: CPU per push $(ratio 2) (target <= 1.1), bytes per push $(ratio 3) and per snapshot $(ratio 4) (target <= 0.5)"
+fi
 [ "$failures" -eq 0 ] || { echo "bench-fanout: $failures runs failed; the full output was in $tmp/bench.log:" >&2; exit 1; }

@@ -12,6 +12,10 @@
 #   REACTORD_PORT=18080 NGINX_PORT=18081   ports on 127.0.0.1
 #   PIN=1             pin the servers to CPU 0 and wrk to CPU 1 (0: let the scheduler place them)
 #   BUILD=1           build reactord release first (0: use .build/release/reactord as it is)
+#   TLS=0             1: both servers speak TLS (one certificate made here, P-256; OpenSSL's default
+#                     ciphers on both: TLS 1.3, AES-256-GCM), wrk over https
+#   CONNECTION_CLOSE=0  1: every request on a new connection (wrk -H 'Connection: close'): with TLS=1,
+#                     what a handshake costs each server
 # Defaults take about 90 seconds with the build up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +30,10 @@ REACTORD_PORT=${REACTORD_PORT:-18080}
 NGINX_PORT=${NGINX_PORT:-18081}
 PIN=${PIN:-1}
 BUILD=${BUILD:-1}
+TLS=${TLS:-0}
+CONNECTION_CLOSE=${CONNECTION_CLOSE:-0}
+scheme=http; [ "$TLS" = 1 ] && scheme=https
+wrk_headers=(); [ "$CONNECTION_CLOSE" = 1 ] && wrk_headers=(-H 'Connection: close')
 
 scripts/setup.sh
 
@@ -65,11 +73,11 @@ cleanup() { stop; rm -rf "$tmp"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port_free() { ! curl -s -o /dev/null -m 1 "http://127.0.0.1:$1/" 2>/dev/null; }
+port_free() { ! curl -s -o /dev/null -m 1 "http://127.0.0.1:$1/" 2>/dev/null && ! curl -sk -o /dev/null -m 1 "https://127.0.0.1:$1/" 2>/dev/null; }
 wait_for() { # name pid url
     for _ in $(seq 100); do
         kill -0 "$2" 2>/dev/null || { echo "bench-http: $1 exited at start" >&2; cat "$tmp/$1.log" "$tmp"/error.log 2>/dev/null >&2; exit 1; }
-        curl -s -o /dev/null -m 1 "$3" && return 0
+        curl -sk -o /dev/null -m 1 "$3" && return 0
         sleep 0.1
     done
     echo "bench-http: $1 did not answer on $3 within 10 s" >&2; exit 1
@@ -79,22 +87,35 @@ for port in "$REACTORD_PORT" "$NGINX_PORT"; do
     port_free "$port" || { echo "bench-http: something already answers on 127.0.0.1:$port" >&2; exit 1; }
 done
 
+tls_flags=()
+if [ "$TLS" = 1 ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tmp/key.pem" -out "$tmp/cert.pem" \
+        -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+    tls_flags=(--tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem")
+fi
+
 # reactord: release, request logging off (warnings and errors only), state starts as {}.
-"${cpu_server[@]}" "$REACTORD" --host 127.0.0.1 --port "$REACTORD_PORT" --log-level warning >"$tmp/reactord.log" 2>&1 &
+"${cpu_server[@]}" "$REACTORD" --host 127.0.0.1 --port "$REACTORD_PORT" --log-level warning "${tls_flags[@]}" >"$tmp/reactord.log" 2>&1 &
 reactord_pid=$!
-wait_for reactord "$reactord_pid" "http://127.0.0.1:$REACTORD_PORT/state"
+wait_for reactord "$reactord_pid" "$scheme://127.0.0.1:$REACTORD_PORT/state"
 
 # nginx: one worker, its config, pid, logs and temp files in $tmp.
 mkdir -p "$tmp/nginx"
-sed -e "s|@DIR@|$tmp/nginx|g" -e "s|@PORT@|$NGINX_PORT|g" Benchmarks/http/nginx.conf.template >"$tmp/nginx/nginx.conf"
+listen="127.0.0.1:$NGINX_PORT;"
+if [ "$TLS" = 1 ]; then
+    # The same certificate; TLS 1.2 and 1.3 as reactord, OpenSSL's default ciphers, no session cache
+    # (reactord keeps none either).
+    listen="127.0.0.1:$NGINX_PORT ssl; ssl_certificate $tmp/cert.pem; ssl_certificate_key $tmp/key.pem; ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache off; ssl_session_tickets off;"
+fi
+sed -e "s|@DIR@|$tmp/nginx|g" -e "s|listen 127.0.0.1:@PORT@;|listen $listen|" Benchmarks/http/nginx.conf.template >"$tmp/nginx/nginx.conf"
 "${cpu_server[@]}" "$NGINX" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" >"$tmp/nginx.log" 2>&1 &
 nginx_pid=$!
-wait_for nginx "$nginx_pid" "http://127.0.0.1:$NGINX_PORT/"
+wait_for nginx "$nginx_pid" "$scheme://127.0.0.1:$NGINX_PORT/"
 
 body='{"type":"increment","path":"/counter","by":1}'
 for server in reactord nginx; do
     port=$REACTORD_PORT; [ $server = nginx ] && port=$NGINX_PORT
-    answer=$(curl -s -m 5 -X POST -H 'Content-Type: application/json' -d "$body" -w ' %{http_code}' "http://127.0.0.1:$port/events")
+    answer=$(curl -sk -m 5 -X POST -H 'Content-Type: application/json' -d "$body" -w ' %{http_code}' "$scheme://127.0.0.1:$port/events")
     echo "bench-http: $server answers POST /events with $answer"
     [ "${answer##* }" = 200 ] || { echo "bench-http: $server does not answer 200" >&2; exit 1; }
 done
@@ -104,8 +125,8 @@ reactord_sent=1 # the check above fired one event
 run_wrk() { # port duration
     local out secs
     secs=$(seconds "$2")
-    out=$(timeout $((secs + 30)) "${cpu_client[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2" --latency \
-        -s Benchmarks/http/post-events.lua "http://127.0.0.1:$1/events") || true
+    out=$(timeout $((secs + 30)) "${cpu_client[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2" --latency "${wrk_headers[@]}" \
+        -s Benchmarks/http/post-events.lua "$scheme://127.0.0.1:$1/events") || true
     echo "$out" >>"$tmp/wrk.log"
     awk '
         /Requests\/sec:/ { rps = $2 }
@@ -118,7 +139,7 @@ run_wrk() { # port duration
     ' <<<"$out"
 }
 
-echo "bench-http: wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency -s Benchmarks/http/post-events.lua, $RUNS runs each, alternating$([ ${#cpu_client[@]} -gt 0 ] && echo ", servers on CPU 0, wrk on CPU 1")"
+echo "bench-http: wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency ${wrk_headers[*]} -s Benchmarks/http/post-events.lua $scheme://, $RUNS runs each, alternating$([ ${#cpu_client[@]} -gt 0 ] && echo ", servers on CPU 0, wrk on CPU 1")"
 if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
     read -r _ requests non2xx _ <<<"$(run_wrk "$REACTORD_PORT" "$WARMUP")"
     reactord_sent=$((reactord_sent + requests - non2xx))
@@ -154,7 +175,7 @@ printf '%-16s %12s   (runs: %s)\n' "pairwise ratio" "$pair_median" "$(tr '\n' ' 
 # Did reactord apply what it answered 200 to? wrk counts the responses it read; requests still in
 # flight when a run's time is up are applied but not counted, so the counter may be ahead by up to
 # CONNECTIONS per run.
-state=$(curl -s -m 5 "http://127.0.0.1:$REACTORD_PORT/state")
+state=$(curl -sk -m 5 "$scheme://127.0.0.1:$REACTORD_PORT/state")
 counter=$(sed -n 's/.*"counter":\([0-9]*\).*/\1/p' <<<"$state")
 echo
 echo "reactord counter: ${counter:-?}; 200 responses wrk read (all reactord runs and the check): $reactord_sent; difference: $(( ${counter:-0} - reactord_sent ))"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what Reactor needs on Debian 12 (or newer): libuv, OpenSSL's libcrypto, hiredis,
+# Installs what Reactor needs on Debian 12 (or newer): libuv, OpenSSL's libcrypto, hiredis, zlib,
 # pkg-config and llhttp, and the servers the tests start (redis-server, nginx, chromium).
 # Idempotent: a second run checks and returns in well under a second.
 set -euo pipefail
@@ -22,7 +22,7 @@ apt_install() {
     fi
 }
 
-apt_install pkg-config libuv1-dev libssl-dev libhiredis-dev curl
+apt_install pkg-config libuv1-dev libssl-dev libhiredis-dev zlib1g-dev curl
 # A cluster's shared log: the tests start their own redis-server on a loopback port, and cut a node
 # off from it in a network namespace of their own (ip, tc).
 apt_install redis-server iproute2
@@ -86,7 +86,7 @@ PC
     fi
 fi
 
-for pc in libuv libllhttp libcrypto; do
+for pc in libuv libllhttp libcrypto libssl zlib; do
     have_pc "$pc" || { echo "setup: pkg-config cannot find $pc" >&2; exit 1; }
 done
 command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.0 or newer is needed)" >&2; exit 1; }
@@ -95,10 +95,10 @@ command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.0 or
 # and for the API contract (test_openapi.py) schemathesis and openapi-spec-validator; the rest is
 # Python's standard library.
 root=$(cd "$(dirname "$0")/.." && pwd)
-if ! python3 -c 'import pytest, selenium, websockets.sync.client, websockets.asyncio.client, schemathesis, openapi_spec_validator, prometheus_client' >/dev/null 2>&1; then
+if ! python3 -c 'import pytest, selenium, websockets.sync.client, websockets.asyncio.client, schemathesis, openapi_spec_validator, prometheus_client, cryptography' >/dev/null 2>&1; then
     echo "setup: installing the Python test requirements"
     # Debian's own Python refuses pip installs (PEP 668): its python3-pytest and python3-websockets
     # packages serve then (Debian 13's websockets is new enough; Debian 12's is not).
     python3 -m pip install -q -r "$root/Tests/e2e/requirements.txt" 2>/dev/null \
-        || apt_install python3-pytest python3-websockets python3-selenium
+        || apt_install python3-pytest python3-websockets python3-selenium python3-cryptography
 fi

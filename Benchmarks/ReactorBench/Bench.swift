@@ -11,6 +11,17 @@ struct BenchOptions {
     var window: Int
     var settle: Double
     var path: String
+    var realistic: Bool
+    var deflate: Bool
+
+    /// The body of the `index`th event fired.
+    func eventBody(_ index: Int) -> String {
+        guard realistic else { return "{\"type\":\"increment\",\"path\":\"\(path)\",\"by\":1}" }
+        let value = "{\"name\":\"Player \(index % 16)\",\"score\":\(1_000_000 + index),\"level\":\(index % 50),\"team\":\"\(index % 2 == 0 ? "red" : "blue")\","
+            + "\"position\":{\"x\":\(index % 640),\"y\":\(index % 480),\"z\":0},\"inventory\":[\"sword\",\"shield\",\"potion of healing\",\"map\"],"
+            + "\"status\":\"exploring the northern caves\",\"lastSeen\":\"2026-11-26T06:00:\(String(format: "%02d", index % 60))Z\",\"guild\":\"The Order of the Reactor\"}"
+        return "{\"type\":\"set\",\"path\":\"\(path)/p\(index % 16)\",\"value\":\(value)}"
+    }
 }
 
 /// The run: connect subscribers, let them settle, fire events, check and report. All on one libuv
@@ -71,6 +82,12 @@ final class Bench {
     private var serverCPUEnd: (user: Double, system: Double)?
     private var ownCPUStart = 0.0
     private var ownCPUEnd = 0.0
+    /// Frame bytes the subscribers received (headers included), and how many of them came before
+    /// the firing (the snapshots).
+    var wireBytes = 0
+    private var snapshotWireBytes = 0
+    /// Inflates the messages of subscribers that agreed on permessage-deflate.
+    let inflater = MessageInflater()
 
     init(options: BenchOptions) throws {
         self.options = options
@@ -244,10 +261,10 @@ final class Bench {
             serverCPUStart = ProcStats.cpuMicroseconds(pid: pid)
         }
         ownCPUStart = ProcStats.ownCPUMicroseconds()
+        snapshotWireBytes = wireBytes
         phase = .firing
         firingStart = uv_hrtime()
-        let body = "{\"type\":\"increment\",\"path\":\"\(options.path)\",\"by\":1}"
-        firer = EventFirer(bench: self, body: body)
+        firer = EventFirer(bench: self, body: options.eventBody)
         firer.start()
     }
 
@@ -338,6 +355,9 @@ final class Bench {
             rssPerSubscriber = (after - before) / Double(ready)
             print("server RSS: \(format(before / 1048576, 1)) MiB before the subscribers, \(format(after / 1048576, 1)) MiB with \(ready) idle subscribers: \(format(rssPerSubscriber, 0)) bytes (\(format(rssPerSubscriber / 1024, 2)) KiB) per subscriber")
         }
+        let snapshotBytes = Double(snapshotWireBytes) / Double(max(ready, 1))
+        let bytesPerPush = Double(wireBytes - snapshotWireBytes) / Double(max(pushes, 1))
+        print("wire: \(format(snapshotBytes, 0)) bytes per snapshot, \(format(bytesPerPush, 1)) bytes per push (WebSocket frames, headers included)\(options.deflate ? ", permessage-deflate" : "")")
         let ownCPU = ownCPUEnd - ownCPUStart
         let ownShare = ownCPU / (wall * 1e6)
         print("generator CPU: \(format(ownCPU / 1000, 1)) ms over the firing (\(format(ownShare * 100, 0)) % of the wall time)")
@@ -348,6 +368,7 @@ final class Bench {
         print("RESULT subscribers=\(ready) events=\(options.events) p50_ms=\(format(p(50), 3)) p99_ms=\(format(p(99), 3)) max_ms=\(format(p.max, 3))"
             + " pushes_per_s=\(format(pushesPerSecond, 0)) server_cpu_us_per_push=\(format(cpuPerPush, 3)) server_user_us_per_push=\(format(userPerPush, 3)) server_system_us_per_push=\(format(systemPerPush, 3)) server_cpu_share=\(format(serverCPUShare, 3))"
             + " rss_bytes_per_subscriber=\(format(rssPerSubscriber, 0)) generator_cpu_share=\(format(ownShare, 3))"
+            + " snapshot_wire_bytes=\(format(snapshotBytes, 0)) wire_bytes_per_push=\(format(bytesPerPush, 1))"
             + " violations=\(violations) conflations=\(conflations) closed=\(closedDuringRun)")
     }
 }

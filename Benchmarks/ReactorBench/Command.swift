@@ -45,6 +45,12 @@ struct ReactorBench: ParsableCommand {
     @Option(help: "The event's JSON pointer path.")
     var path = "/counter"
 
+    @Flag(help: "Fire a realistic event instead of an increment: a `set` of a ~300-byte object into one of 16 entries under --path (which should hold them already).")
+    var realistic = false
+
+    @Flag(help: "Offer permessage-deflate (RFC 7692) and inflate compressed messages; a server that does not agree fails the run.")
+    var deflate = false
+
     func validate() throws {
         guard host == "127.0.0.1" || host == "localhost" else { throw ValidationError("only 127.0.0.1 is allowed as --host") }
         guard (1...65535).contains(port) else { throw ValidationError("--port must be 1 to 65535") }
@@ -67,7 +73,7 @@ struct ReactorBench: ParsableCommand {
         }
         let options = BenchOptions(
             port: port, subscribers: subscribers, events: events, serverPID: serverPID, timeout: timeout,
-            connectWindow: connectWindow, window: window, settle: settle, path: path
+            connectWindow: connectWindow, window: window, settle: settle, path: path, realistic: realistic, deflate: deflate
         )
         let bench = try Bench(options: options)
         let status = bench.run()

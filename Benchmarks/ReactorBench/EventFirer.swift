@@ -6,15 +6,16 @@ final class EventFirer: ClientSocket {
     private(set) var isConnected = false
     private(set) var isBusy = false
     private var response: [UInt8] = []
-    private let request: [UInt8]
+    private let body: (Int) -> String
+    private var fired = 0
 
     static let headEnd = Array("\r\n\r\n".utf8)
     static let contentLength = Array("content-length:".utf8)
     static let versionKey = Array("\"version\":".utf8)
 
-    init(bench: Bench, body: String) {
-        request = Array(("POST /events HTTP/1.1\r\nHost: 127.0.0.1:\(bench.options.port)\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(body.utf8.count)\r\n\r\n" + body).utf8)
+    /// `body(i)` is the JSON of the `i`th event.
+    init(bench: Bench, body: @escaping (Int) -> String) {
+        self.body = body
         super.init(bench: bench)
     }
 
@@ -33,7 +34,10 @@ final class EventFirer: ClientSocket {
     func send() {
         precondition(isConnected && !isBusy)
         isBusy = true
-        write(request)
+        let body = body(fired)
+        fired += 1
+        write(Array(("POST /events HTTP/1.1\r\nHost: 127.0.0.1:\(bench.options.port)\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
     }
 
     override func didRead(_ bytes: UnsafeRawBufferPointer) {

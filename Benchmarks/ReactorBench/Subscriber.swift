@@ -14,6 +14,7 @@ final class Subscriber: ClientSocket {
     static let versionKey = Array("\"version\":".utf8)
     static let typeKey = Array("\"type\":\"".utf8)
     static let mask: [UInt8] = [0x5a, 0x17, 0xc3, 0x8e]
+    static let deflateAgreed = Array("Sec-WebSocket-Extensions: permessage-deflate".utf8)
 
     let index: Int
     var phase = Phase.connecting
@@ -45,7 +46,8 @@ final class Subscriber: ClientSocket {
         }
         phase = .handshaking
         let request = "GET /subscribe HTTP/1.1\r\nHost: 127.0.0.1:\(bench.options.port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: \(Self.key)\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            + "Sec-WebSocket-Key: \(Self.key)\r\nSec-WebSocket-Version: 13\r\n"
+            + (bench.options.deflate ? "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n" : "") + "\r\n"
         write(Array(request.utf8))
     }
 
@@ -81,7 +83,8 @@ final class Subscriber: ClientSocket {
             guard let end = find(Self.headEnd, in: bytes) else { return 0 }
             let head = UnsafeRawBufferPointer(rebasing: bytes[..<end])
             let statusOK = head.count > 12 && head.starts(with: "HTTP/1.1 101".utf8)
-            guard statusOK, find(Self.expectedAccept, in: head) != nil else {
+            let deflateAgreed = find(Self.deflateAgreed, in: head) != nil
+            guard statusOK, find(Self.expectedAccept, in: head) != nil, deflateAgreed == bench.options.deflate else {
                 let line = String(decoding: head.prefix { $0 != 13 }, as: UTF8.self)
                 phase = .closed
                 close()
@@ -116,6 +119,17 @@ final class Subscriber: ClientSocket {
             guard UInt64(available - headerLength) >= length else { break }
             let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + headerLength)..<(offset + headerLength + Int(length))])
             offset += headerLength + Int(length)
+            bench.wireBytes += headerLength + Int(length)
+            if b0 & 0x40 != 0 {
+                // RSV1: a permessage-deflate message, never fragmented by this server.
+                guard bench.options.deflate, b0 & 0x80 != 0, let message = bench.inflater.inflate(payload) else {
+                    bench.protocolError(self, "a compressed frame that does not inflate")
+                    failConnection(code: 1002)
+                    return bytes.count
+                }
+                message.withUnsafeBytes { frame(fin: true, opcode: b0 & 0x0f, payload: $0) }
+                continue
+            }
             frame(fin: b0 & 0x80 != 0, opcode: b0 & 0x0f, payload: payload)
         }
         return phase == .closed ? bytes.count : offset

@@ -7,8 +7,39 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/pem.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 #include <hiredis/adapters/libuv.h>
+#include <zlib.h>
+
+ 
+/* OpenSSL macros Swift cannot call, as functions. */
+static inline long cuv_ssl_ctx_set_min_proto_version(SSL_CTX *context, int version) {
+    return SSL_CTX_set_min_proto_version(context, version);
+}
+static inline long cuv_ssl_ctx_set_mode(SSL_CTX *context, long mode) { return SSL_CTX_set_mode(context, mode); }
+/* No renegotiation (a client could make the server redo handshakes at will); the server's order
+   of ciphers wins. */
+static inline void cuv_ssl_ctx_set_server_options(SSL_CTX *context) {
+    SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+}
+
+/* ALPN: agree on http/1.1 when the client offers it; otherwise agree on nothing (RFC 7301 lets
+   the connection go on without a protocol). */
+static inline int cuv_alpn_select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                  const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    static const unsigned char offered[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+    if (SSL_select_next_proto((unsigned char **)out, outlen, offered, sizeof offered, in, inlen) == OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_OK;
+    return SSL_TLSEXT_ERR_NOACK;
+}
+static inline void cuv_ssl_ctx_offer_http11(SSL_CTX *context) {
+    SSL_CTX_set_alpn_select_cb(context, cuv_alpn_select_http11, NULL);
+}
 
 #endif

@@ -80,6 +80,21 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("websocket-origin"), help: "An Origin allowed to open a WebSocket (repeatable; default: any).")
     var webSocketOrigins: [String] = []
 
+    @Flag(name: .customLong("no-websocket-compression"), help: "Never agree to permessage-deflate, even when a WebSocket client offers it.")
+    var noWebSocketCompression = false
+
+    @Option(help: "Messages shorter than this many bytes go out uncompressed on a compressed WebSocket (default 256).")
+    var compressionMinBytes: Int?
+
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS and wss:// (with --tls-key). SIGHUP reloads it.")
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: "PEM private key of --tls-cert.")
+    var tlsKey: String?
+
+    @Option(name: .customLong("tls-port"), help: "Serve TLS on this port beside plain HTTP on --port (default: TLS only, on --port).")
+    var tlsPort: Int?
+
     @Flag(name: .customLong("websocket-echo"), help: "Serve /echo, a WebSocket echo endpoint for conformance tests. Never in production.")
     var webSocketEcho = false
 
@@ -159,6 +174,11 @@ struct Serve: ParsableCommand {
         settings.maxMessageBytes = maxMessageBytes
         settings.webSocketOrigins = webSocketOrigins.isEmpty ? nil : webSocketOrigins
         settings.webSocketEcho = webSocketEcho ? true : nil
+        settings.webSocketCompression = noWebSocketCompression ? false : nil
+        settings.compressionMinBytes = compressionMinBytes
+        settings.tlsCert = tlsCert
+        settings.tlsKey = tlsKey
+        settings.tlsPort = tlsPort
         settings.dataDir = dataDir
         settings.fsync = fsync
         settings.snapshotEvents = snapshotEvents
@@ -188,6 +208,7 @@ struct Serve: ParsableCommand {
             logger.warning("unknown keys in the config file are ignored", metadata: ["keys": "\(unknownKeys.joined(separator: ", "))"])
         }
         let document = try initialDocument(settings.initialState)
+        let tls = try loadTLS(configuration, logger: logger)
         let daemon = try Daemon(logger: logger)
         var files = StaticFiles()
         if let share = Assets.shareDirectory(shareDir) {
@@ -214,7 +235,7 @@ struct Serve: ParsableCommand {
             let storage: StorageConfiguration
             do { storage = try settings.snapshotIntervals() } catch { throw ValidationError(error.description) }
             server = StateServer.document(loop: daemon.loop, state: joined.state, version: joined.version, configuration: configuration,
-                                          log: log, storage: storage, files: files, logger: logger)
+                                          log: log, storage: storage, files: files, tls: tls, logger: logger)
             log.start()
         } else if let (directory, options, storage) = try storage(settings) {
             let opened: (log: FileEventLog, state: JSONDocument, version: UInt64)
@@ -227,22 +248,49 @@ struct Serve: ParsableCommand {
                 logger.notice("the data directory holds a state already: --initial-state is not used", metadata: ["version": "\(opened.version)"])
             }
             server = StateServer.document(loop: daemon.loop, state: opened.state, version: opened.version, configuration: configuration,
-                                          log: opened.log, storage: storage, files: files, logger: logger)
+                                          log: opened.log, storage: storage, files: files, tls: tls, logger: logger)
         } else {
             logger.warning("no data directory: the state is kept in memory only and lost when reactord stops (see --data-dir)")
-            server = StateServer.document(loop: daemon.loop, state: document, configuration: configuration, files: files, logger: logger)
+            server = StateServer.document(loop: daemon.loop, state: document, configuration: configuration, files: files, tls: tls, logger: logger)
         }
         do {
             try server.start()
         } catch {
             throw CommandFailure("cannot listen on \(configuration.host):\(configuration.port): \(error)")
         }
-        logger.notice("listening", metadata: [
-            "address": "\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(server.http.port)",
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        var listening: Logger.Metadata = [
+            "address": "\(host):\(server.http.port)",
             "tokens": "\(configuration.tokens.map(\.name).joined(separator: ","))",
-        ])
-        try daemon.run { completion in server.shutdown(completion: completion) }
+        ]
+        if let tls {
+            if let tlsPort = server.http.tlsPort { listening["tls"] = "\(host):\(tlsPort)" } else { listening["tls"] = "\(host):\(server.http.port)" }
+            listening["certificate"] = "\(tls.subject), valid until \(tls.notAfter)"
+        }
+        logger.notice("listening", metadata: listening)
+        let reload = {
+            guard tls != nil else { return logger.notice("SIGHUP: nothing to reload (no TLS certificate is configured)") }
+            do {
+                let renewed = try TLSContext(certificateFile: configuration.tlsCertificateFile!, keyFile: configuration.tlsKeyFile!)
+                server.http.replaceTLSContext(renewed)
+                logger.notice("TLS certificate reloaded: new connections use it", metadata: ["certificate": "\(renewed.subject), valid until \(renewed.notAfter)"])
+            } catch {
+                logger.error("TLS certificate not reloaded: connections keep using the one loaded before", metadata: ["error": "\(error)"])
+            }
+        }
+        try daemon.run(reload: reload) { completion in server.shutdown(completion: completion) }
         logger.notice("stopped", metadata: ["version": "\(server.publishedVersion)"])
+    }
+
+    /// The certificate and key, checked before anything listens: a server that cannot speak TLS
+    /// as configured does not start.
+    private func loadTLS(_ configuration: ServerConfiguration, logger: Logger) throws -> TLSContext? {
+        guard let certificate = configuration.tlsCertificateFile, let key = configuration.tlsKeyFile else { return nil }
+        do {
+            return try TLSContext(certificateFile: certificate, keyFile: key)
+        } catch {
+            throw CommandFailure(error.description)
+        }
     }
 
     private func storage(_ settings: Settings) throws -> (String, FileEventLog.Options, StorageConfiguration)? {

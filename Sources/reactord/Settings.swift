@@ -24,6 +24,11 @@ struct Settings {
     var maxMessageBytes: Int?
     var webSocketOrigins: [String]?
     var webSocketEcho: Bool?
+    var webSocketCompression: Bool?
+    var compressionMinBytes: Int?
+    var tlsCert: String?
+    var tlsKey: String?
+    var tlsPort: Int?
     var dataDir: String?
     var fsync: FsyncPolicy?
     var snapshotEvents: Int?
@@ -60,6 +65,11 @@ struct Settings {
             maxMessageBytes: maxMessageBytes ?? lower.maxMessageBytes,
             webSocketOrigins: webSocketOrigins ?? lower.webSocketOrigins,
             webSocketEcho: webSocketEcho ?? lower.webSocketEcho,
+            webSocketCompression: webSocketCompression ?? lower.webSocketCompression,
+            compressionMinBytes: compressionMinBytes ?? lower.compressionMinBytes,
+            tlsCert: tlsCert ?? lower.tlsCert,
+            tlsKey: tlsKey ?? lower.tlsKey,
+            tlsPort: tlsPort ?? lower.tlsPort,
             dataDir: dataDir ?? lower.dataDir,
             fsync: fsync ?? lower.fsync,
             snapshotEvents: snapshotEvents ?? lower.snapshotEvents,
@@ -130,6 +140,25 @@ struct Settings {
         }
         configuration.webSocketOrigins = webSocketOrigins.map(Set.init)
         configuration.webSocketEcho = webSocketEcho ?? false
+        if let webSocketCompression { configuration.webSocketCompression = webSocketCompression }
+        switch (tlsCert, tlsKey) {
+        case (nil, nil):
+            if tlsPort != nil { throw ConfigurationError("tls-port needs tls-cert and tls-key") }
+        case (let certificate?, let key?):
+            configuration.tlsCertificateFile = certificate
+            configuration.tlsKeyFile = key
+            if let tlsPort {
+                guard (0...65535).contains(tlsPort) else { throw ConfigurationError("tls-port must be 0 to 65535, not \(tlsPort)") }
+                guard tlsPort != configuration.port || tlsPort == 0 else { throw ConfigurationError("tls-port must differ from port (\(tlsPort)): leave it out to speak only TLS on port") }
+                configuration.tlsPort = tlsPort
+            }
+        default:
+            throw ConfigurationError("tls-cert and tls-key go together: give both, or neither")
+        }
+        if let compressionMinBytes {
+            guard compressionMinBytes >= 0 else { throw ConfigurationError("compression-min-bytes must not be negative") }
+            configuration.compressionMinBytes = compressionMinBytes
+        }
         if let eventRateLimit {
             guard eventRateLimit > 0 else { throw ConfigurationError("event-rate-limit must be positive") }
             if let eventRateBurst, eventRateBurst < 1 { throw ConfigurationError("event-rate-burst must be at least 1") }
@@ -250,6 +279,17 @@ extension Settings {
         settings.pingInterval = try number("PING_INTERVAL")
         settings.maxMessageBytes = try number("MAX_MESSAGE_BYTES")
         settings.webSocketOrigins = value("WEBSOCKET_ORIGINS").map { $0.split(separator: ",").map(String.init) }
+        if let compression = value("WEBSOCKET_COMPRESSION") {
+            switch compression.lowercased() {
+            case "1", "true", "yes": settings.webSocketCompression = true
+            case "0", "false", "no": settings.webSocketCompression = false
+            default: throw ConfigurationError("REACTORD_WEBSOCKET_COMPRESSION must be true or false, not \"\(compression)\"")
+            }
+        }
+        settings.compressionMinBytes = try number("COMPRESSION_MIN_BYTES")
+        settings.tlsCert = value("TLS_CERT")
+        settings.tlsKey = value("TLS_KEY")
+        settings.tlsPort = try number("TLS_PORT")
         settings.dataDir = value("DATA_DIR")
         if let policy = value("FSYNC") {
             guard let parsed = FsyncPolicy(rawValue: policy) else { throw ConfigurationError("REACTORD_FSYNC must be always, batch or never, not \"\(policy)\"") }
@@ -272,7 +312,8 @@ extension Settings {
     static let fileKeys: Set<String> = [
         "host", "port", "tokens", "logLevel", "initialState", "insecure", "corsOrigins", "maxConnections",
         "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes", "resumeWindow", "maxUnsentBytes",
-        "slowConsumer", "pingInterval", "maxMessageBytes", "webSocketOrigins",
+        "slowConsumer", "pingInterval", "maxMessageBytes", "webSocketOrigins", "webSocketCompression", "compressionMinBytes",
+        "tlsCert", "tlsKey", "tlsPort",
         "dataDir", "fsync", "snapshotEvents", "snapshotBytes", "segmentBytes",
         "eventRateLimit", "eventRateBurst", "maxConnectionRate", "redis", "redisKey", "nodeName", "redisTimeout", "redisWaitReplicas",
     ]
@@ -313,6 +354,11 @@ extension Settings {
             case "resumeWindow": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.resumeWindow = Int(number)
             case "maxUnsentBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxUnsentBytes = Int(number)
             case "maxMessageBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxMessageBytes = Int(number)
+            case "webSocketCompression": guard let flag = value.boolValue else { throw fail(key, "true or false") }; settings.webSocketCompression = flag
+            case "compressionMinBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.compressionMinBytes = Int(number)
+            case "tlsCert": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.tlsCert = text
+            case "tlsKey": guard let text = value.stringValue else { throw fail(key, "a string") }; settings.tlsKey = text
+            case "tlsPort": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.tlsPort = Int(number)
             case "pingInterval": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.pingInterval = number
             case "slowConsumer":
                 guard let text = value.stringValue, let policy = SlowConsumerPolicy(rawValue: text) else { throw fail(key, "snapshot or close") }

@@ -136,9 +136,10 @@ extension StateServer where StateType == JSONDocument {
         log: (any EventLog)? = nil,
         storage: StorageConfiguration = StorageConfiguration(),
         files: StaticFiles = StaticFiles(),
+        tls: TLSContext? = nil,
         logger: Logger
     ) -> StateServer<JSONDocument> {
-        StateServer(loop: loop, state: state, version: version, configuration: configuration, log: log, storage: storage, files: files, logger: logger)
+        StateServer(loop: loop, state: state, version: version, configuration: configuration, log: log, storage: storage, files: files, tls: tls, logger: logger)
     }
 
     /// As `Storage.open`, specialised here for the same reason.

@@ -18,7 +18,8 @@ public final class StateServer<StateType: HostedState> {
     /// state `log` was recovered to, when there is a log. `middlewares` are the core's
     /// (`process(event:state:)`), run before the built-in event logging and publishing;
     /// `httpMiddleware` runs after the built-in logging, CORS and auth, in front of the routes.
-    /// `files` are served as they are (a dashboard, say).
+    /// `files` are served as they are (a dashboard, say). With `tls`, connections speak TLS (see
+    /// `HTTPServer`).
     public init(
         loop: EventLoop,
         state: StateType,
@@ -29,6 +30,7 @@ public final class StateServer<StateType: HostedState> {
         files: StaticFiles = StaticFiles(),
         middlewares: [any Middleware<StateType>] = [],
         httpMiddleware: [any HTTPMiddleware] = [],
+        tls: TLSContext? = nil,
         logger: Logger
     ) {
         core = Core(state: state, version: version, middlewares: middlewares, executor: loop)
@@ -63,7 +65,7 @@ public final class StateServer<StateType: HostedState> {
         if RequestLogger.logsRequests(logger) { chain.append(RequestLogger(logger: logger)) }
         if !configuration.corsOrigins.isEmpty { chain.append(CORSMiddleware(origins: Set(configuration.corsOrigins))) }
         if !configuration.tokens.isEmpty { chain.append(AuthMiddleware(tokens: configuration.tokens)) }
-        http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, metrics: metrics, logger: logger)
+        http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, metrics: metrics, tls: tls, logger: logger)
         subscriptions.http = http
         metricsService.http = http
     }

@@ -22,6 +22,10 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// What connections write during a turn, sent just before the loop waits again.
     let writeBatch: WriteBatch
+    /// Where TLS connections decrypt what they read, and where their ciphertext passes on its way to
+    /// the socket: one of each for the loop, as with `readBuffer`.
+    let tlsPlaintextBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    let tlsCiphertextBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
     /// Creates a loop owned by the calling thread, which must be the one that calls `run()`.
     public init() throws(UVError) {
@@ -66,6 +70,8 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         loop.deallocate()
         wakeup.deallocate()
         readBuffer.deallocate()
+        tlsPlaintextBuffer.deallocate()
+        tlsCiphertextBuffer.deallocate()
         writeBatch.deallocate()
     }
 

@@ -20,7 +20,9 @@ public class TCPConnectionDelegate {
 }
 
 /// One accepted TCP connection: reads into the loop's shared buffer, writes through the loop's batch
-/// at the end of each turn, and keeps a copy only of what the kernel could not take.
+/// at the end of each turn, and keeps a copy only of what the kernel could not take. On a TLS
+/// listener's connections (`startTLS`), what the delegate reads and writes is the plaintext: bytes
+/// are decrypted as they are read and encrypted as they leave the batch, one TLS record per batch.
 public final class TCPConnection {
     let handle: UnsafeMutablePointer<uv_tcp_t>
     let loop: EventLoop
@@ -43,6 +45,10 @@ public final class TCPConnection {
     @exclusivity(unchecked) public private(set) var queuedBytes = 0
     @exclusivity(unchecked) public private(set) var isClosed = false
     @exclusivity(unchecked) private var isReading = false
+    /// The TLS session, on a TLS listener's connections.
+    @exclusivity(unchecked) private(set) var tls: TLSSession?
+    /// What a TLS connection answers, in plaintext, to a first byte that cannot start TLS.
+    @exclusivity(unchecked) private var plainHTTPAnswer: [UInt8] = []
 
     static func makeHandle(loop: EventLoop) -> UnsafeMutablePointer<uv_tcp_t> {
         let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
@@ -69,25 +75,72 @@ public final class TCPConnection {
         })
     }
 
+    /// Speaks TLS from the first byte on: `plainHTTPAnswer` goes out, in plaintext, to a client
+    /// whose first byte cannot start a TLS handshake (plain HTTP sent to a TLS port), and the
+    /// connection closes.
+    func startTLS(_ session: TLSSession, plainHTTPAnswer: [UInt8]) {
+        tls = session
+        self.plainHTTPAnswer = plainHTTPAnswer
+    }
+
     /// What a read callback brought: `count` bytes in `buffer`, the end of the stream, or an error.
     private func didRead(_ count: Int, _ buffer: uv_buf_t) {
         if isLingering {
             // Only waiting for the peer to finish: what it still sends is dropped.
             if count < 0 { close() }
         } else if count > 0 {
-            // Unretained: the connection holds its delegate, and keeps one replaced meanwhile
-            // until the call returns (see `delegate`).
-            guard let receiver = delegate.map(Unmanaged.passUnretained) else { return }
-            isDeliveringRead = true
-            receiver._withUnsafeGuaranteedRef { $0.connection(self, didRead: UnsafeRawBufferPointer(start: buffer.base, count: count)) }
-            isDeliveringRead = false
-            if replacedDuringRead != nil { replacedDuringRead = nil }
+            let bytes = UnsafeRawBufferPointer(start: buffer.base, count: count)
+            if let tls { return didReadEncrypted(bytes, tls) }
+            deliver(bytes)
         } else if count == Int(UV_EOF.rawValue) {
             stopReading()
             delegate?.connectionDidEnd(self)
         } else if count < 0 {
             close()
         }
+    }
+
+    private func deliver(_ bytes: UnsafeRawBufferPointer) {
+        // Unretained: the connection holds its delegate, and keeps one replaced meanwhile until
+        // the call returns (see `delegate`).
+        guard let receiver = delegate.map(Unmanaged.passUnretained) else { return }
+        isDeliveringRead = true
+        receiver._withUnsafeGuaranteedRef { $0.connection(self, didRead: bytes) }
+        isDeliveringRead = false
+        if replacedDuringRead != nil { replacedDuringRead = nil }
+    }
+
+    private func didReadEncrypted(_ ciphertext: UnsafeRawBufferPointer, _ tls: TLSSession) {
+        // Every TLS connection opens with a handshake record (content type 22); a letter means
+        // plain HTTP, which gets its answer in plaintext rather than a TLS alert it cannot read.
+        if !plainHTTPAnswer.isEmpty {
+            let answer = plainHTTPAnswer
+            plainHTTPAnswer = []  // only the connection's first byte tells
+            if ciphertext.first != 22 {
+                self.tls = nil
+                write(answer)
+                return closeAfterWriting()
+            }
+        }
+        let outcome = tls.receive(ciphertext, scratch: loop.tlsPlaintextBuffer) { plaintext in
+            if !isClosed { deliver(plaintext) }
+        }
+        sendTLSOutput()
+        switch outcome {
+        case .open:
+            break
+        case .closed:
+            stopReading()
+            delegate?.connectionDidEnd(self)
+        case .failed:
+            close()
+        }
+    }
+
+    /// Hands the ciphertext the TLS session made (handshake messages, records, close_notify) to the socket.
+    private func sendTLSOutput() {
+        guard let tls, tls.hasOutput else { return }
+        tls.takeOutput(scratch: loop.tlsCiphertextBuffer) { writeRaw($0) }
     }
 
     /// Stops delivering reads (backpressure: the kernel buffers, then the peer waits).
@@ -126,8 +179,19 @@ public final class TCPConnection {
         return !isClosed
     }
 
-    /// Hands `bytes` to the socket now: without copying them when the kernel takes them at once.
+    /// Hands `bytes` to the socket now (encrypted first, over TLS): without copying them when the
+    /// kernel takes them at once.
     func writeNow(_ bytes: UnsafeRawBufferPointer) {
+        guard !isClosed, !isLingering else { return }
+        if let tls {
+            // Before the handshake is done nothing can be sent (a timeout's answer, say): dropped.
+            guard tls.send(bytes) else { return }
+            return sendTLSOutput()
+        }
+        writeRaw(bytes)
+    }
+
+    private func writeRaw(_ bytes: UnsafeRawBufferPointer) {
         guard !isClosed, !isLingering else { return }
         var offset = 0
         if queuedBytes == 0 {
@@ -176,6 +240,10 @@ public final class TCPConnection {
     public func closeAfterWriting(lingerSeconds: UInt64 = 2) {
         // The shutdown waits for libuv's queued writes, not for the batch: the batch goes first.
         guard !isClosed, !isLingering, sendBatchedBytes() else { return }
+        if let tls {
+            tls.shutdown()
+            sendTLSOutput()
+        }
         isLingering = true
         lingerMilliseconds = lingerSeconds * 1000
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)

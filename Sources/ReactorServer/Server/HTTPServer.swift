@@ -14,6 +14,10 @@ public final class HTTPServer {
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
     @exclusivity(unchecked) private var listener: TCPListener?
+    /// The TLS listener beside the plain one (`tlsPort`).
+    @exclusivity(unchecked) private var tlsListener: TCPListener?
+    /// What new TLS connections start from; a reload replaces it, open connections keep theirs.
+    @exclusivity(unchecked) public private(set) var tlsContext: TLSContext?
     @exclusivity(unchecked) private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
     /// Connections that speak another protocol now (WebSocket, event streams), by their TCP connection.
     @exclusivity(unchecked) private var upgraded: [ObjectIdentifier: any UpgradedConnection] = [:]
@@ -31,13 +35,18 @@ public final class HTTPServer {
 
     /// The port the server listens on (the one the system chose when configured with 0).
     public var port: Int { listener?.port ?? 0 }
+    /// The port of the TLS listener beside the plain one, when there is one.
+    public var tlsPort: Int? { tlsListener?.port }
     public var connectionCount: Int { connections.count + upgraded.count }
 
     /// Creates the server on `loop`'s thread; `start()` binds and listens.
+    /// With `tls`, connections speak TLS: on `configuration.port`, or on `configuration.tlsPort`
+    /// beside plain HTTP on `port` when that is set.
     public init(loop: EventLoop, configuration: ServerConfiguration, router: Router, middleware: [any HTTPMiddleware],
-                metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
+                metrics: ServerMetrics = ServerMetrics(), tls: TLSContext? = nil, logger: Logger) {
         precondition(loop.isCurrent)
         self.loop = loop
+        tlsContext = tls
         self.metrics = metrics
         metrics.routes = router.paths
         connectionRate = configuration.maxConnectionRate.map { TokenBucket(limit: RateLimit(perSecond: $0, burst: 2 * $0), now: uv_hrtime()) }
@@ -56,8 +65,20 @@ public final class HTTPServer {
 
     /// Binds and listens; throws if the address cannot be bound.
     public func start() throws(UVError) {
+        let onlyTLS = tlsContext != nil && configuration.tlsPort == nil
         listener = try TCPListener(loop: loop, host: configuration.host, port: configuration.port) { [unowned self] tcp in
-            accept(tcp)
+            accept(tcp, tls: onlyTLS)
+        }
+        if tlsContext != nil, let tlsPort = configuration.tlsPort {
+            do {
+                tlsListener = try TCPListener(loop: loop, host: configuration.host, port: tlsPort) { [unowned self] tcp in
+                    accept(tcp, tls: true)
+                }
+            } catch {
+                listener?.close()
+                listener = nil
+                throw error
+            }
         }
         // Deadlines (requests, idle connections, pings, heartbeats) are checked a few times per the
         // shortest of them: cheap, and no timer per connection.
@@ -74,6 +95,8 @@ public final class HTTPServer {
     public func shutdown(deadline seconds: Double = 10, completion: @escaping () -> Void) {
         listener?.close()
         listener = nil
+        tlsListener?.close()
+        tlsListener = nil
         onDrained = completion
         for connection in connections.values where !connection.isMidRequest && !connection.hasPendingResponses {
             connection.tcp.close()
@@ -92,7 +115,21 @@ public final class HTTPServer {
     /// Loop time in milliseconds.
     var now: UInt64 { uv_now(loop.loop) }
 
-    private func accept(_ tcp: TCPConnection) {
+    /// Makes new TLS connections use `context`; connections already open keep the one they have.
+    public func replaceTLSContext(_ context: TLSContext) {
+        precondition(loop.isCurrent)
+        tlsContext = context
+    }
+
+    /// The answer, in plaintext, to plain HTTP sent to a TLS port.
+    private static let plainHTTPOnTLSAnswer: [UInt8] = {
+        let problem = Problem.malformedRequest("a plain HTTP request arrived, but this port speaks TLS: use https:// (or wss://), not http://")
+        let body = problem.json.jsonBytes
+        return Array("HTTP/1.1 400 Bad Request\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body
+    }()
+
+    private func accept(_ tcp: TCPConnection, tls: Bool) {
+        if tls, let tlsContext { tcp.startTLS(TLSSession(context: tlsContext), plainHTTPAnswer: Self.plainHTTPOnTLSAnswer) }
         guard connectionCount < configuration.maxConnections else {
             logger.warning("connection refused: too many connections", metadata: ["limit": "\(configuration.maxConnections)"])
             metrics.recordRefusedConnection(reason: "max-connections")
@@ -104,6 +141,9 @@ public final class HTTPServer {
         }
         metrics.connectionsAccepted += 1
         let connection = HTTPServerConnection(tcp: tcp, server: self)
+        // The handshake is part of the first request: a client that stalls in it is dropped at
+        // the request timeout, not left for the idle one.
+        if tls { connection.deadline = now + requestTimeoutMilliseconds }
         connections[ObjectIdentifier(connection)] = connection
     }
 

@@ -40,6 +40,15 @@ public struct ServerConfiguration: Sendable {
     public var webSocketOrigins: Set<String>?
     /// Serves `/echo`, a WebSocket echo endpoint for conformance testing (Autobahn). Off by default.
     public var webSocketEcho = false
+    /// TLS: the certificate chain and key (PEM). With both, the server speaks TLS on `port`, or on
+    /// `tlsPort` beside plain HTTP on `port` when that is set too.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
+    public var tlsPort: Int?
+    /// Agrees to permessage-deflate (RFC 7692) when a WebSocket client offers it (browsers do).
+    public var webSocketCompression = true
+    /// Messages shorter than this go out plain even on a compressed WebSocket.
+    public var compressionMinBytes = 256
 
     public init() {}
 }

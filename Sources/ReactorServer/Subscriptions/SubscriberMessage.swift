@@ -8,6 +8,16 @@ final class SubscriberMessage {
 
     private(set) lazy var webSocketFrame: [UInt8] = WebSocketFrameEncoder.frame(opcode: .text, payload: json)
 
+    /// The frame for subscribers that negotiated permessage-deflate, compressed the first time one
+    /// of them asks (the compressor keeps no context between messages, so the bytes suit them all).
+    func deflatedWebSocketFrame(_ compressor: MessageCompressor) -> [UInt8] {
+        if let deflatedFrame { return deflatedFrame }
+        let frame = WebSocketFrameEncoder.deflatedFrame(opcode: .text, payload: json, compressor: compressor)
+        deflatedFrame = frame
+        return frame
+    }
+    private var deflatedFrame: [UInt8]?
+
     private(set) lazy var serverSentEvent: [UInt8] = {
         var bytes = Array("id: ".utf8)
         bytes.appendDecimal(version)

@@ -14,6 +14,8 @@ final class SubscriptionService<StateType: HostedState> {
     /// unowned(unsafe): the StateServer owns both and they live as long as each other; a weak
     /// reference would give the server a side table and slow every retain and release of it.
     unowned(unsafe) var http: HTTPServer!
+    /// permessage-deflate's compressor, shared by every WebSocket of this server (made at the first).
+    private lazy var compressor = MessageCompressor()
 
     static var subprotocol: String { "reactor.v1" }
 
@@ -60,8 +62,8 @@ final class SubscriptionService<StateType: HostedState> {
         }
         let principal = context.principal
         let mayFire = configuration.tokens.isEmpty || principal?.token.allows(.fire) == true
-        return handshake(request, subprotocols: [Self.subprotocol]) { [unowned self] tcp, leftover in
-            let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing)
+        return handshake(request, subprotocols: [Self.subprotocol]) { [unowned self] tcp, leftover, deflate in
+            let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
             let subscriber = WebSocketSubscriber(connection: connection, hub: hub, core: core, pipeline: pipeline, loop: loop, selection: selection,
                                                  principal: principal, mayFire: mayFire, configuration: configuration, logger: logger)
             subscriber.start(since: since, leftover: leftover)
@@ -70,16 +72,18 @@ final class SubscriptionService<StateType: HostedState> {
     }
 
     private func echo(_ request: HTTPRequest) -> HTTPResponse {
-        handshake(request, subprotocols: []) { [unowned self] tcp, leftover in
-            let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing)
+        handshake(request, subprotocols: []) { [unowned self] tcp, leftover, deflate in
+            let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
             connection.handler = WebSocketEcho()
             connection.start(leftover: leftover)
             return connection
         }
     }
 
-    /// The 101 that hands the connection to `attach`, or the problem with the handshake.
-    private func handshake(_ request: HTTPRequest, subprotocols: [String], attach: @escaping (TCPConnection, [UInt8]) -> any UpgradedConnection) -> HTTPResponse {
+    /// The 101 that hands the connection to `attach` (with permessage-deflate, if agreed), or the
+    /// problem with the handshake.
+    private func handshake(_ request: HTTPRequest, subprotocols: [String],
+                           attach: @escaping (TCPConnection, [UInt8], WebSocketConnection.Deflate?) -> any UpgradedConnection) -> HTTPResponse {
         guard request.headers.contains("Upgrade") else {
             return Problem(status: .upgradeRequired, kind: "websocket-required", title: "WebSocket required",
                            detail: "\(request.path) speaks WebSocket: open it with a WebSocket client (Upgrade: websocket)",
@@ -98,7 +102,13 @@ final class SubscriptionService<StateType: HostedState> {
         case .success(let acceptance):
             var headers: [(name: String, value: String)] = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", acceptance.acceptKey)]
             if let subprotocol = acceptance.subprotocol { headers.append(("Sec-WebSocket-Protocol", subprotocol)) }
-            return HTTPResponse(status: .switchingProtocols, headers: headers, takeover: ConnectionTakeover(attach: attach))
+            var deflate: WebSocketConnection.Deflate?
+            let offers = request.headers.values(for: "Sec-WebSocket-Extensions")
+            if configuration.webSocketCompression, !offers.isEmpty, let negotiated = PerMessageDeflate.negotiate(offers: offers.joined(separator: ", ")) {
+                deflate = WebSocketConnection.Deflate(negotiated: negotiated, compressor: compressor, minimumBytes: configuration.compressionMinBytes)
+                headers.append(("Sec-WebSocket-Extensions", negotiated.responseHeaderValue))
+            }
+            return HTTPResponse(status: .switchingProtocols, headers: headers, takeover: ConnectionTakeover { tcp, leftover in attach(tcp, leftover, deflate) })
         }
     }
 

@@ -33,7 +33,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
 
     func start(since: UInt64?, leftover: [UInt8]) {
         connection.handler = self
-        for message in hub.subscribe(self, to: selection, since: since) { send(message.webSocketFrame) }
+        for message in hub.subscribe(self, to: selection, since: since) { send(connection.frame(for: message)) }
         connection.start(leftover: leftover)
     }
 
@@ -41,7 +41,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
 
     func deliver(_ message: SubscriberMessage) {
         guard !isLagging, !connection.isClosing else { return }
-        let frame = message.webSocketFrame
+        let frame = connection.frame(for: message)
         // Behind means bytes still waiting past the bound; one large message to an idle socket is not.
         let unsent = connection.unsentBytes
         guard unsent == 0 || unsent + frame.count <= configuration.maxUnsentBytes else {
@@ -72,7 +72,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     func webSocketDidDrain(_ connection: WebSocketConnection) {
         guard isLagging else { return }
         isLagging = false
-        send(hub.snapshot(for: selection).webSocketFrame)
+        send(connection.frame(for: hub.snapshot(for: selection)))
     }
 
     func webSocketDidClose(_ connection: WebSocketConnection) {

@@ -16,7 +16,18 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
         var pongWithin: UInt64 = 10_000
     }
 
+    /// permessage-deflate as negotiated for a connection, and what it needs to speak it.
+    struct Deflate {
+        let negotiated: PerMessageDeflate
+        /// Shared by the server's connections (see `MessageCompressor`).
+        let compressor: MessageCompressor
+        /// Smaller messages go out plain: compressing them saves too little to pay for itself.
+        let minimumBytes: Int
+    }
+
     let tcp: TCPConnection
+    /// Set when the client and this server agreed on permessage-deflate.
+    let deflate: Deflate?
     /// Held until the connection closes (nothing else need own an echo handler).
     var handler: WebSocketMessageHandler?
     /// Strong, though the server holds its connections too: it lets go of each when it closes, which
@@ -35,11 +46,13 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
     private var closingSince: UInt64?
     private static var closeGrace: UInt64 { 2_000 }
 
-    init(tcp: TCPConnection, server: HTTPServer, limits: WebSocketLimits, timing: Timing) {
+    init(tcp: TCPConnection, server: HTTPServer, limits: WebSocketLimits, timing: Timing, deflate: Deflate? = nil) {
         self.tcp = tcp
         self.server = server
         self.timing = timing
+        self.deflate = deflate
         decoder = WebSocketFrameDecoder(limits: limits)
+        decoder.acceptsCompressedMessages = deflate != nil
         lastHeard = server.now
         super.init()
         tcp.delegate = self
@@ -59,6 +72,28 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
 
     func send(text: [UInt8]) {
         send(frame: WebSocketFrameEncoder.frame(opcode: .text, payload: text))
+    }
+
+    /// A subscriber message's frame for this connection: compressed (once, for every connection
+    /// that asks) when deflate was negotiated and the message is worth it, plain otherwise.
+    func frame(for message: SubscriberMessage) -> [UInt8] {
+        guard let deflate = usableDeflate(forBytes: message.json.count) else { return message.webSocketFrame }
+        return message.deflatedWebSocketFrame(deflate.compressor)
+    }
+
+    /// Sends one data message, compressed when deflate was negotiated and it is worth it.
+    func send(message: [UInt8], opcode: WebSocketOpcode) {
+        guard let deflate = usableDeflate(forBytes: message.count) else {
+            return send(frame: WebSocketFrameEncoder.frame(opcode: opcode, payload: message))
+        }
+        send(frame: WebSocketFrameEncoder.deflatedFrame(opcode: opcode, payload: message, compressor: deflate.compressor))
+    }
+
+    /// The compressor writes with a full window: a client that capped the server's window below
+    /// it (rare; browsers do not) gets plain frames, which permessage-deflate always allows.
+    private func usableDeflate(forBytes count: Int) -> Deflate? {
+        guard let deflate, count >= deflate.minimumBytes, deflate.negotiated.serverMaxWindowBits == 15 else { return nil }
+        return deflate
     }
 
     /// Starts the close handshake with `code`; the connection closes once the frame is written and
@@ -86,6 +121,8 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
             switch event {
             case .message(let opcode, let payload):
                 handler?.webSocket(self, received: opcode, payload: payload)
+            case .compressedMessage(let opcode, let payload):
+                receivedCompressed(opcode, payload)
             case .ping(let payload):
                 tcp.write(WebSocketFrameEncoder.frame(opcode: .pong, payload: payload))
             case .pong:
@@ -98,6 +135,24 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
             case .protocolError(let code, let reason):
                 close(code, reason: reason)
             }
+        }
+    }
+
+    /// Inflates a compressed message, never past the message limit: a small frame that would
+    /// inflate to gigabytes costs no more than the limit before the connection is failed.
+    private func receivedCompressed(_ opcode: WebSocketOpcode, _ payload: [UInt8]) {
+        guard let deflate else { return close(.protocolError, reason: "compressed message without permessage-deflate") }
+        let limit = decoder.limits.maxMessageSize
+        switch deflate.compressor.inflate(payload, limit: limit) {
+        case .success(let message):
+            guard opcode != .text || message.withUnsafeBytes({ WebSocketUTF8Validator.isValid($0) }) else {
+                return close(.invalidPayload, reason: "text message is not valid UTF-8")
+            }
+            handler?.webSocket(self, received: opcode, payload: message)
+        case .failure(.tooBig):
+            close(.messageTooBig, reason: "message inflates to more than the limit of \(limit) bytes")
+        case .failure(.invalid):
+            close(.invalidPayload, reason: "compressed message is not valid deflate data")
         }
     }
 

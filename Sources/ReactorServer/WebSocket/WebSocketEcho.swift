@@ -1,7 +1,7 @@
 /// Sends every message back: the endpoint conformance suites (Autobahn) test a server's WebSocket with.
 final class WebSocketEcho: WebSocketMessageHandler {
     func webSocket(_ connection: WebSocketConnection, received opcode: WebSocketOpcode, payload: [UInt8]) {
-        connection.send(frame: WebSocketFrameEncoder.frame(opcode: opcode, payload: payload))
+        connection.send(message: payload, opcode: opcode)
     }
 
     func webSocketDidDrain(_ connection: WebSocketConnection) {}

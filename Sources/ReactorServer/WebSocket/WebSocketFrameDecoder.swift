@@ -11,13 +11,17 @@
 /// the call, so the read buffer can be reused at once.
 ///
 /// It fails the connection (a `.protocolError` event, after which it is dead) on anything
-/// RFC 6455 says to fail on. No extension is negotiated, so the reserved bits must be zero.
+/// RFC 6455 says to fail on. The reserved bits must be zero, except RSV1 on the first frame of a
+/// data message once permessage-deflate is negotiated (`acceptsCompressedMessages`, RFC 7692 §6).
 /// After a `.close` event it ignores further input (§5.5.1: nothing follows a close frame).
 public struct WebSocketFrameDecoder: Sendable {
     public enum Event: Hashable, Sendable {
         /// A complete data message, reassembled from its fragments. `opcode` is `.text` (payload
         /// is valid UTF-8) or `.binary`.
         case message(opcode: WebSocketOpcode, payload: [UInt8])
+        /// A complete data message sent compressed (RFC 7692): `payload` is still deflated, and a
+        /// text message's UTF-8 is checked once it is inflated.
+        case compressedMessage(opcode: WebSocketOpcode, payload: [UInt8])
         /// Answer with a pong carrying the same payload (§5.5.2).
         case ping([UInt8])
         case pong([UInt8])
@@ -50,6 +54,8 @@ public struct WebSocketFrameDecoder: Sendable {
 
     public let limits: WebSocketLimits
     public private(set) var state: State = .open
+    /// Whether the peer may set RSV1 on a message's first frame: permessage-deflate was negotiated.
+    public var acceptsCompressedMessages = false
 
     private var step: Step = .firstByte
     // The frame being read.
@@ -61,6 +67,7 @@ public struct WebSocketFrameDecoder: Sendable {
     private var maskPhase = 0
     // The data message being assembled; `messageOpcode` is nil between messages.
     private var messageOpcode: WebSocketOpcode?
+    private var messageIsCompressed = false
     private var message: [UInt8] = []
     private var utf8 = WebSocketUTF8Validator()
     // A control frame's payload (at most 125 bytes); it may arrive in the middle of a message.
@@ -169,12 +176,14 @@ public struct WebSocketFrameDecoder: Sendable {
     private mutating func startFrame(_ byte: UInt8) -> Event? {
         fin = byte & 0x80 != 0
         maskingKey = 0
-        // §5.2: non-zero reserved bits without an extension that defines them fail the connection.
-        guard byte & 0x70 == 0 else {
-            return fail(.protocolError, "reserved bits set without a negotiated extension")
-        }
         guard let opcode = WebSocketOpcode(rawValue: byte & 0x0F) else {
             return fail(.protocolError, "reserved opcode \(byte & 0x0F)")
+        }
+        // §5.2: non-zero reserved bits without an extension that defines them fail the connection.
+        // permessage-deflate defines RSV1, on the first frame of a data message only (RFC 7692 §6).
+        let compressed = byte & 0x40 != 0
+        guard byte & 0x30 == 0, !compressed || (acceptsCompressedMessages && (opcode == .text || opcode == .binary)) else {
+            return fail(.protocolError, "reserved bits set without a negotiated extension that defines them")
         }
         self.opcode = opcode
         switch opcode {
@@ -191,6 +200,7 @@ public struct WebSocketFrameDecoder: Sendable {
                 return fail(.protocolError, "\(opcode) frame while a fragmented message is unfinished")
             }
             messageOpcode = opcode
+            messageIsCompressed = compressed
             utf8.reset()
         }
         step = .secondByte
@@ -227,7 +237,7 @@ public struct WebSocketFrameDecoder: Sendable {
         }
         let start = message.count
         Self.appendUnmasked(chunk, key: key, phase: phase, to: &message)
-        if messageOpcode == .text {
+        if messageOpcode == .text, !messageIsCompressed {
             let status = message.withUnsafeBytes { utf8.validate(UnsafeRawBufferPointer(rebasing: $0[start...])) }
             if status == .invalid { return fail(.invalidPayload, "text message is not valid UTF-8") }
         }
@@ -257,7 +267,7 @@ public struct WebSocketFrameDecoder: Sendable {
             return receiveClose(control)
         case .text, .binary, .continuation:
             guard fin, let messageOpcode else { return nil }
-            if messageOpcode == .text, utf8.status != .complete {
+            if messageOpcode == .text, !messageIsCompressed, utf8.status != .complete {
                 return fail(.invalidPayload, "text message ends inside a UTF-8 sequence")
             }
             // Hand the buffer over instead of copying it, and start the next message without
@@ -265,6 +275,7 @@ public struct WebSocketFrameDecoder: Sendable {
             let payload = message
             message = []
             self.messageOpcode = nil
+            if messageIsCompressed { return .compressedMessage(opcode: messageOpcode, payload: payload) }
             return .message(opcode: messageOpcode, payload: payload)
         }
     }

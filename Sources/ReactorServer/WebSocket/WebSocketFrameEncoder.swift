@@ -51,6 +51,18 @@ public enum WebSocketFrameEncoder {
         buffer.append(contentsOf: payload)
     }
 
+    /// A data frame carrying `payload` compressed for permessage-deflate (RSV1 set, RFC 7692 §6),
+    /// or plain when compressing does not make it smaller.
+    static func deflatedFrame(opcode: WebSocketOpcode, payload: [UInt8], compressor: MessageCompressor) -> [UInt8] {
+        let compressed = payload.withUnsafeBytes { compressor.deflate($0) }
+        guard compressed.count < payload.count else { return frame(opcode: opcode, payload: payload) }
+        var frame: [UInt8] = []
+        frame.reserveCapacity(headerLength(payloadCount: compressed.count) + compressed.count)
+        appendHeader(reservedBits: 0b100, opcode: opcode, payloadCount: compressed.count, into: &frame)
+        frame.append(contentsOf: compressed)
+        return frame
+    }
+
     public static func append(
         opcode: WebSocketOpcode, fin: Bool = true, payload: [UInt8], into buffer: inout [UInt8]
     ) {

@@ -102,6 +102,8 @@ final class WebSocketFrameDecoderFuzzTests: XCTestCase, WebSocketTesting {
                 XCTAssertTrue(opcode == .text || opcode == .binary, label)
                 XCTAssertLessThanOrEqual(payload.count, limits.maxMessageSize, label)
                 if opcode == .text { XCTAssertTrue(WebSocketUTF8Validator.isValid(payload), label) }
+            case .compressedMessage:
+                XCTFail("a compressed message from a decoder that was never told of the extension: \(label)")
             case .ping(let payload), .pong(let payload):
                 outcome.controls += 1
                 XCTAssertLessThanOrEqual(payload.count, 125, label)

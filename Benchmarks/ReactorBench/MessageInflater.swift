@@ -1,0 +1,42 @@
+import CUV
+
+/// Inflates permessage-deflate messages (RFC 7692) sent with no context takeover: one zlib stream,
+/// reset before each message, serves every subscriber of the bench.
+final class MessageInflater {
+    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+
+    init() {
+        stream.initialize(to: z_stream())
+        precondition(inflateInit2_(stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK)
+    }
+
+    deinit {
+        inflateEnd(stream)
+        stream.deallocate()
+    }
+
+    /// The message, or nil if `payload` is not deflate data.
+    func inflate(_ payload: UnsafeRawBufferPointer) -> [UInt8]? {
+        inflateReset(stream)
+        // §7.2.2: the sender removed this empty block's bytes; the receiver puts them back.
+        let input = Array(payload) + [0x00, 0x00, 0xFF, 0xFF]
+        var output: [UInt8] = []
+        let ok = input.withUnsafeBytes { input -> Bool in
+            stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            stream.pointee.avail_in = UInt32(input.count)
+            return scratch.withUnsafeMutableBufferPointer { scratch in
+                while true {
+                    stream.pointee.next_out = scratch.baseAddress
+                    stream.pointee.avail_out = UInt32(scratch.count)
+                    let status = CUV.inflate(stream, Z_SYNC_FLUSH)
+                    output.append(contentsOf: scratch[..<(scratch.count - Int(stream.pointee.avail_out))])
+                    if status == Z_STREAM_END || (status == Z_OK || status == Z_BUF_ERROR) && stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 { return true }
+                    if status != Z_OK { return false }
+                }
+            }
+        }
+        stream.pointee.next_in = nil
+        return ok ? output : nil
+    }
+}

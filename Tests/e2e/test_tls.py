@@ -1,0 +1,217 @@
+"""reactord speaking TLS itself (--tls-cert, --tls-key, --tls-port), checked with independent
+clients: curl --cacert, Python's ssl and `websockets` over wss://, curl -N for SSE. Certificates
+are made here (openssl req -x509, and Python's cryptography for the expired one): a reload with
+SIGHUP under a live subscriber, a bad file on reload, the wrong protocol on each port, a stalled
+handshake, and a certificate that cannot serve refused at start with a clear message."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+
+import pytest
+from websockets.sync.client import connect
+
+from conftest import HOST, curl, run_reactord, wait_until
+
+
+def make_certificate(directory, name: str = "server", days: int = 2) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 and localhost, and its key: (cert path, key path)."""
+    cert, key = directory / f"{name}.pem", directory / f"{name}-key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", str(days), "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True, timeout=60)
+    return str(cert), str(key)
+
+
+def fingerprint(port: int, cafile: str | None = None) -> str:
+    """SHA-256 of the certificate a new TLS connection to `port` is shown."""
+    context = ssl.create_default_context(cafile=cafile) if cafile else ssl._create_unverified_context()
+    with socket.create_connection((HOST, port), timeout=5) as sock, context.wrap_socket(sock, server_hostname=HOST) as tls:
+        return hashlib.sha256(tls.getpeercert(binary_form=True)).hexdigest()
+
+
+def file_fingerprint(cert: str) -> str:
+    der = ssl.PEM_cert_to_DER_cert(open(cert).read())
+    return hashlib.sha256(der).hexdigest()
+
+
+def https(port: int, cafile: str, method: str = "GET", path: str = "/state", body=None):
+    context = ssl.create_default_context(cafile=cafile)
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"https://{HOST}:{port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(request, context=context, timeout=5) as response:
+        return response.status, json.loads(response.read() or b"null")
+
+
+def tls_port(server) -> int:
+    return int(server.wait_for_log(r"tls=127\.0\.0\.1:(\d+)").group(1))
+
+
+@pytest.fixture
+def pair(tmp_path):
+    return make_certificate(tmp_path)
+
+
+def test_curl_reads_and_fires_over_https(reactord, pair):
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key)
+    assert tls_port(server) == server.port, "without --tls-port, TLS is spoken on --port"
+    fired = curl("-sS", "--cacert", cert, "-H", "Content-Type: application/json", "-d", '{"type":"increment","path":"/n","by":2}',
+                 f"https://127.0.0.1:{server.port}/events")
+    assert fired.returncode == 0 and json.loads(fired.stdout) == {"version": 1}, fired.stderr
+    verbose = curl("-sS", "-v", "--cacert", cert, f"https://127.0.0.1:{server.port}/state")
+    assert json.loads(verbose.stdout) == {"n": 2}
+    assert b"ALPN: server accepted http/1.1" in verbose.stderr
+    for version in ("--tlsv1.2", "--tlsv1.3"):
+        pinned = curl("-sS", "--cacert", cert, version, "--tls-max", version[-3:], f"https://127.0.0.1:{server.port}/livez")
+        assert pinned.returncode == 0, (version, pinned.stderr)
+    old = curl("-sS", "--cacert", cert, "--tls-max", "1.1", f"https://127.0.0.1:{server.port}/livez")
+    assert old.returncode != 0, "TLS 1.1 is refused"
+
+
+def test_websocket_over_wss_gets_the_snapshot_and_patches(reactord, pair):
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key)
+    context = ssl.create_default_context(cafile=cert)
+    with connect(f"wss://{HOST}:{server.port}/subscribe", ssl=context, subprotocols=["reactor.v1"], open_timeout=5) as ws:
+        assert json.loads(ws.recv(timeout=5))["type"] == "snapshot"
+        https(server.port, cert, "POST", "/events", {"type": "set", "path": "/text", "value": "y" * 20000})
+        patch = json.loads(ws.recv(timeout=5))
+        assert patch["version"] == 1 and patch["ops"][0]["value"] == "y" * 20000
+        ws.send(json.dumps({"type": "fire", "id": "w", "event": {"type": "increment", "path": "/n"}}))
+        answers = [json.loads(ws.recv(timeout=5)) for _ in range(2)]
+        assert {"type": "ack", "id": "w", "version": 2} in answers
+
+
+def test_server_sent_events_over_tls(reactord, pair):
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key)
+    stream = subprocess.Popen(["curl", "-sS", "-N", "--cacert", cert, f"https://127.0.0.1:{server.port}/stream"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        seen = b""
+        deadline = time.monotonic() + 5
+        while b"event: snapshot" not in seen and time.monotonic() < deadline:
+            seen += stream.stdout.read1(4096)
+        https(server.port, cert, "POST", "/events", {"type": "increment", "path": "/n"})
+        while b"event: patch" not in seen and time.monotonic() < deadline:
+            seen += stream.stdout.read1(4096)
+        assert b"event: snapshot" in seen and b"event: patch" in seen, seen
+    finally:
+        stream.kill()
+        stream.wait(5)
+
+
+def test_plain_http_and_tls_side_by_side_and_each_port_says_what_it_speaks(reactord, pair):
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key, "--tls-port", "0")
+    secure = tls_port(server)
+    assert secure != server.port
+    assert https(secure, cert, "POST", "/events", {"type": "increment", "path": "/n"}) == (200, {"version": 1})
+    with urllib.request.urlopen(f"http://{HOST}:{server.port}/state", timeout=5) as response:
+        assert json.loads(response.read()) == {"n": 1}
+    # Plain HTTP on the TLS port: a 400 problem in plaintext, then the connection closes.
+    with socket.create_connection((HOST, secure), timeout=5) as sock:
+        sock.sendall(b"GET /state HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"application/problem+json" in answer
+    assert b"this port speaks TLS" in answer
+    # A TLS handshake on the plain port: a 400 saying it speaks plain HTTP (never a hang).
+    context = ssl._create_unverified_context()
+    with socket.create_connection((HOST, server.port), timeout=5) as sock:
+        with pytest.raises(ssl.SSLError):
+            context.wrap_socket(sock, server_hostname=HOST)
+    with socket.create_connection((HOST, server.port), timeout=5) as sock:
+        sock.sendall(bytes.fromhex("160301002e") + b"\x01" + b"\x00" * 45)
+        answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"plain HTTP" in answer
+
+
+def test_sighup_reloads_the_certificate_and_keeps_open_connections(reactord, tmp_path):
+    live_cert, live_key = str(tmp_path / "live.pem"), str(tmp_path / "live-key.pem")
+    first, first_key = make_certificate(tmp_path, "first")
+    second, second_key = make_certificate(tmp_path, "second")
+    for source, target in ((first, live_cert), (first_key, live_key)):
+        open(target, "w").write(open(source).read())
+    server = reactord("--tls-cert", live_cert, "--tls-key", live_key)
+    assert fingerprint(server.port) == file_fingerprint(first)
+    context = ssl.create_default_context(cafile=first)
+    with connect(f"wss://{HOST}:{server.port}/subscribe", ssl=context, open_timeout=5) as ws:
+        assert json.loads(ws.recv(timeout=5))["type"] == "snapshot"
+        for source, target in ((second, live_cert), (second_key, live_key)):
+            open(target, "w").write(open(source).read())
+        server.signal(signal.SIGHUP)
+        server.wait_for_log(r"TLS certificate reloaded")
+        assert fingerprint(server.port) == file_fingerprint(second), "new handshakes use the new pair"
+        https(server.port, second, "POST", "/events", {"type": "increment", "path": "/n"})
+        assert json.loads(ws.recv(timeout=5))["version"] == 1, "the subscriber that came before the reload is still served"
+        # A bad pair on reload is logged, and the one in use stays.
+        open(live_key, "w").write(open(first_key).read())
+        server.signal(signal.SIGHUP)
+        server.wait_for_log(r"not the key of the certificate.*TLS certificate not reloaded")
+        assert fingerprint(server.port) == file_fingerprint(second)
+        https(server.port, second, "POST", "/events", {"type": "increment", "path": "/n"})
+        assert json.loads(ws.recv(timeout=5))["version"] == 2
+
+
+def test_a_stalled_handshake_is_dropped_at_the_request_timeout(reactord, pair):
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key, "--request-timeout", "1")
+    with socket.create_connection((HOST, server.port), timeout=10) as sock:
+        sock.sendall(bytes.fromhex("1603010200"))  # a record header, then nothing
+        started = time.monotonic()
+        assert sock.recv(4096) == b""
+        assert time.monotonic() - started < 5
+    assert https(server.port, cert)[0] == 200, "the server serves others meanwhile"
+
+
+def test_a_certificate_that_cannot_serve_is_refused_at_start(tmp_path, pair):
+    cert, key = pair
+    other_cert, other_key = make_certificate(tmp_path, "other")
+    mismatched = run_reactord("serve", "--port", "0", "--tls-cert", cert, "--tls-key", other_key)
+    assert mismatched.returncode != 0 and "is not the key of the certificate" in mismatched.stderr, mismatched.stderr
+    missing = run_reactord("serve", "--port", "0", "--tls-cert", str(tmp_path / "nope.pem"), "--tls-key", key)
+    assert missing.returncode != 0 and "cannot read the TLS certificate file" in missing.stderr, missing.stderr
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    unreadable = run_reactord("serve", "--port", "0", "--tls-cert", str(garbage), "--tls-key", key)
+    assert unreadable.returncode != 0 and "holds no PEM certificate" in unreadable.stderr, unreadable.stderr
+    alone = run_reactord("serve", "--port", "0", "--tls-cert", cert)
+    assert alone.returncode != 0 and "tls-cert and tls-key go together" in alone.stderr, alone.stderr
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    expired = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private.public_key())
+               .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=30))
+               .not_valid_after(now - datetime.timedelta(days=1)).sign(private, hashes.SHA256()))
+    (tmp_path / "expired.pem").write_bytes(expired.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "expired-key.pem").write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                                     serialization.NoEncryption()))
+    old = run_reactord("serve", "--port", "0", "--tls-cert", str(tmp_path / "expired.pem"), "--tls-key", str(tmp_path / "expired-key.pem"))
+    assert old.returncode != 0 and re.search(r"expired on \d{4}-\d\d-\d\d", old.stderr), old.stderr
+
+
+def test_the_tls_settings_come_from_the_environment_and_the_config_file(reactord, pair, tmp_path):
+    cert, key = pair
+    from_env = reactord(env={"REACTORD_TLS_CERT": cert, "REACTORD_TLS_KEY": key})
+    assert https(from_env.port, cert)[0] == 200
+    config = tmp_path / "reactord.json"
+    config.write_text(json.dumps({"tlsCert": cert, "tlsKey": key, "tlsPort": 0}))
+    from_file = reactord("--config", str(config))
+    assert https(tls_port(from_file), cert)[0] == 200
