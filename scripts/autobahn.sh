@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Autobahn|Testsuite's fuzzing client (cases 1-10: framing, pings, reserved bits, opcodes,
-# fragmentation, UTF-8, closing, limits, performance, auto-fragmentation) against reactord's /echo.
-# 12.x and 13.x (permessage-deflate) are out of scope: reactord does not negotiate compression.
+# fragmentation, UTF-8, closing, limits, performance, auto-fragmentation; 12-13: permessage-deflate
+# with every offer the suite makes) against reactord's /echo.
 #
 # The suite is Python 2.7 only. It lives in a virtualenv under .build-autobahn/venv, installed once
 # from Tests/autobahn/requirements.txt (pinned) and reused while that file is unchanged.
 # Python 2.7 comes from $AUTOBAHN_PYTHON2, else pyenv's 2.7.18, else python2.7 on the PATH.
 #
 # Environment: REACTORD_BIN (skip the build and use this binary), AUTOBAHN_CONFIGURATION
-# (debug, the default, or release), AUTOBAHN_CASES (e.g. "1.*,7.*", default 1.* to 10.*),
-# AUTOBAHN_TIMEOUT (seconds for the whole run, default 1800).
+# (debug, the default, or release), AUTOBAHN_CASES (e.g. "1.*,7.*", default 1.* to 10.*, 12.*, 13.*),
+# AUTOBAHN_TLS=1 (reactord speaks TLS, with a certificate made here, and the suite connects to wss://),
+# AUTOBAHN_TIMEOUT (seconds for the whole run, default 3600; 12-13 alone take some 20 minutes).
 # Exits non-zero if any case's behavior or close behavior is not OK, NON-STRICT or INFORMATIONAL.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,7 +78,13 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # Port 0: reactord picks a free port and logs it, so no other process can take it in between.
-"$bin" --port 0 --host 127.0.0.1 --websocket-echo --max-message-bytes 16777216 \
+tls=() scheme=ws
+if [ "${AUTOBAHN_TLS:-0}" = 1 ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
+        -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+    tls=(--tls-cert "$work/cert.pem" --tls-key "$work/key.pem") scheme=wss
+fi
+"$bin" --port 0 --host 127.0.0.1 --websocket-echo --max-message-bytes 16777216 "${tls[@]}" \
     2>"$work/reactord.log" </dev/null &
 pid=$!
 port=""
@@ -90,12 +97,12 @@ done
 if [ -z "$port" ]; then
     echo "autobahn: reactord did not start:" >&2; cat "$work/reactord.log" >&2; exit 1
 fi
-echo "autobahn: reactord ($bin) on 127.0.0.1:$port"
+echo "autobahn: reactord ($bin) on $scheme://127.0.0.1:$port"
 
 # ---- the run -------------------------------------------------------------------------------------
 rm -rf "$reports"
 mkdir -p "$reports"
-python3 - "$spec_template" "$work/spec.json" "ws://127.0.0.1:$port/echo" "$reports/servers" "${AUTOBAHN_CASES:-}" <<'PY'
+python3 - "$spec_template" "$work/spec.json" "$scheme://127.0.0.1:$port/echo" "$reports/servers" "${AUTOBAHN_CASES:-}" <<'PY'
 import json, sys
 template, target, url, outdir, cases = sys.argv[1:]
 spec = json.load(open(template))
@@ -106,7 +113,7 @@ if cases:
 json.dump(spec, open(target, "w"), indent=2)
 PY
 status=0
-(cd "$work" && timeout "${AUTOBAHN_TIMEOUT:-1800}" "$venv/bin/wstest" -m fuzzingclient -s "$work/spec.json") \
+(cd "$work" && timeout "${AUTOBAHN_TIMEOUT:-3600}" "$venv/bin/wstest" -m fuzzingclient -s "$work/spec.json") \
     >"$work/wstest.log" 2>&1 || status=$?
 if [ "$status" -ne 0 ] || [ ! -f "$reports/servers/index.json" ]; then
     echo "autobahn: wstest failed (exit $status):" >&2

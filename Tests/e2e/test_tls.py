@@ -215,3 +215,10 @@ def test_the_tls_settings_come_from_the_environment_and_the_config_file(reactord
     config.write_text(json.dumps({"tlsCert": cert, "tlsKey": key, "tlsPort": 0}))
     from_file = reactord("--config", str(config))
     assert https(tls_port(from_file), cert)[0] == 200
+
+
+def test_sighup_without_tls_changes_nothing_and_stops_nothing(server):
+    server.signal(signal.SIGHUP)
+    server.wait_for_log(r"nothing to reload")
+    with urllib.request.urlopen(f"http://{HOST}:{server.port}/livez", timeout=5) as response:
+        assert response.status == 200
