@@ -263,7 +263,9 @@ class RawWebSocket:
         self.send_text(json.dumps(message))
 
     def recv_frame(self) -> tuple[bool, int, bytes]:
+        """(FIN, opcode, payload) of the next frame; its first byte (with the RSV bits) is kept in `last_first_byte`."""
         first, second = self.conn.read_exactly(2)
+        self.last_first_byte = first
         length = second & 0x7F
         if length == 126:
             length = struct.unpack("!H", self.conn.read_exactly(2))[0]

@@ -26,15 +26,9 @@ def wide_object(count: int = 64) -> dict:
 def read_frame(ws: RawWebSocket) -> tuple[int, int, bytes]:
     """(first byte, opcode, payload) of the next frame other than a ping."""
     while True:
-        first, second = ws.conn.read_exactly(2)
-        length = second & 0x7F
-        if length == 126:
-            length = struct.unpack("!H", ws.conn.read_exactly(2))[0]
-        elif length == 127:
-            length = struct.unpack("!Q", ws.conn.read_exactly(8))[0]
-        payload = ws.conn.read_exactly(length)
-        if first & 0x0F != OP_PING:
-            return first, first & 0x0F, payload
+        _, opcode, payload = ws.recv_frame()
+        if opcode != OP_PING:
+            return ws.last_first_byte, opcode, payload
 
 
 def message_of(first: int, payload: bytes) -> dict:

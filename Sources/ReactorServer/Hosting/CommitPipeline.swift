@@ -321,8 +321,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         handoverTimer?.stop()
     }
 
-    /// Reads what the shared log holds after the published version: after an append found the
-    /// others ahead, or records that arrived with a gap before them.
+    /// Reads what the shared log holds after the published version: when the tail did not bring
+    /// what an append found the others had appended, or records arrived with a gap before them.
     private func catchUp() {
         guard let log, !catchingUp else { return }
         catchingUp = true
