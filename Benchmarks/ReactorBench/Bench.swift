@@ -86,8 +86,6 @@ final class Bench {
     /// the firing (the snapshots).
     var wireBytes = 0
     private var snapshotWireBytes = 0
-    /// Inflates the messages of subscribers that agreed on permessage-deflate.
-    let inflater = MessageInflater()
 
     init(options: BenchOptions) throws {
         self.options = options

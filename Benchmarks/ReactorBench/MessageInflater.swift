@@ -1,7 +1,7 @@
 import CUV
 
-/// Inflates permessage-deflate messages (RFC 7692) sent with no context takeover: one zlib stream,
-/// reset before each message, serves every subscriber of the bench.
+/// Inflates one connection's permessage-deflate messages (RFC 7692), keeping the window from one
+/// message to the next: a server that keeps its context refers back to earlier messages.
 final class MessageInflater {
     private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
     private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
@@ -18,10 +18,10 @@ final class MessageInflater {
 
     /// The message, or nil if `payload` is not deflate data.
     func inflate(_ payload: UnsafeRawBufferPointer) -> [UInt8]? {
-        inflateReset(stream)
         // §7.2.2: the sender removed this empty block's bytes; the receiver puts them back.
         let input = Array(payload) + [0x00, 0x00, 0xFF, 0xFF]
         var output: [UInt8] = []
+        var streamEnded = false
         let ok = input.withUnsafeBytes { input -> Bool in
             stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress!.assumingMemoryBound(to: UInt8.self))
             stream.pointee.avail_in = UInt32(input.count)
@@ -31,12 +31,15 @@ final class MessageInflater {
                     stream.pointee.avail_out = UInt32(scratch.count)
                     let status = CUV.inflate(stream, Z_SYNC_FLUSH)
                     output.append(contentsOf: scratch[..<(scratch.count - Int(stream.pointee.avail_out))])
+                    if status == Z_STREAM_END { streamEnded = true }
                     if status == Z_STREAM_END || (status == Z_OK || status == Z_BUF_ERROR) && stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 { return true }
                     if status != Z_OK { return false }
                 }
             }
         }
         stream.pointee.next_in = nil
+        // A message that ended the deflate stream (BFINAL) leaves the next one a fresh stream, window and all.
+        if ok && streamEnded { inflateReset(stream) }
         return ok ? output : nil
     }
 }

@@ -24,6 +24,10 @@ final class Subscriber: ClientSocket {
     private var fragments: [UInt8] = []
     private var fragmentOpcode: UInt8 = 0
 
+    /// Inflates this subscriber's compressed messages, its window kept from one to the next as the
+    /// server may refer back to them (made at the first).
+    private var inflater: MessageInflater?
+
     /// What the bench tracks for this subscriber.
     var hasSnapshot = false
     var lastVersion: UInt64 = 0
@@ -122,7 +126,8 @@ final class Subscriber: ClientSocket {
             bench.wireBytes += headerLength + Int(length)
             if b0 & 0x40 != 0 {
                 // RSV1: a permessage-deflate message, never fragmented by this server.
-                guard bench.options.deflate, b0 & 0x80 != 0, let message = bench.inflater.inflate(payload) else {
+                if inflater == nil { inflater = MessageInflater() }
+                guard bench.options.deflate, b0 & 0x80 != 0, let message = inflater!.inflate(payload) else {
                     bench.protocolError(self, "a compressed frame that does not inflate")
                     failConnection(code: 1002)
                     return bytes.count

@@ -1,8 +1,11 @@
 """permessage-deflate (RFC 7692) on reactord's WebSockets: negotiated with Python's `websockets`
-and with a raw socket, pushes compressed once and sent as the same bytes to every subscriber that
-agreed, small messages left plain, compressed messages from clients inflated within the message
-limit (a decompression bomb closes 1009 and costs nothing), and the settings that turn it off.
-Frames are inflated here with Python's zlib, independently of the server's code."""
+and with a raw socket; pushes compressed once per selection, in a stream whose context carries from
+message to message, sent as the same bytes to every subscriber in step with it (a late subscriber
+joins at the stream's next fresh start); each message compressed on its own, small ones left plain,
+for a client that asks for server_no_context_takeover; compressed messages from clients inflated
+within the message limit (a decompression bomb closes 1009 and costs nothing); the settings that
+turn it off. Frames are inflated here with Python's zlib, one decompressor per connection kept
+from message to message as a browser does, independently of the server's code."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from conftest import get_state, post_events
 from subscriptions import OP_CLOSE, OP_PING, OP_TEXT, RawWebSocket, encode_frame, next_json, subscribe
 
 OFFER = {"Sec-WebSocket-Extensions": "permessage-deflate; client_max_window_bits", "Sec-WebSocket-Protocol": "reactor.v1"}
+OFFER_NO_CONTEXT = {**OFFER, "Sec-WebSocket-Extensions": "permessage-deflate; server_no_context_takeover; client_max_window_bits"}
 TAIL = b"\x00\x00\xff\xff"
 
 
@@ -31,11 +35,20 @@ def read_frame(ws: RawWebSocket) -> tuple[int, int, bytes]:
             return ws.last_first_byte, opcode, payload
 
 
-def message_of(first: int, payload: bytes) -> dict:
-    """The JSON message a text frame carries, inflated when RSV1 says it is compressed."""
+def message_of(ws: RawWebSocket, first: int, payload: bytes) -> dict:
+    """The JSON message a text frame carries, inflated when RSV1 says it is compressed, by the
+    connection's one decompressor (its window kept, as the server may refer back to it)."""
     if first & 0x40:
-        payload = zlib.decompressobj(wbits=-15).decompress(payload + TAIL)
+        if not hasattr(ws, "inflater"):
+            ws.inflater = zlib.decompressobj(wbits=-15)
+        payload = ws.inflater.decompress(payload + TAIL)
     return json.loads(payload)
+
+
+def next_message(ws: RawWebSocket) -> tuple[int, int, dict]:
+    """(first byte, frame length, message) of the next data message."""
+    first, _, payload = read_frame(ws)
+    return first, len(payload), message_of(ws, first, payload)
 
 
 def deflate(data: bytes) -> bytes:
@@ -48,8 +61,7 @@ def deflate(data: bytes) -> bytes:
 def test_websockets_negotiates_deflate_and_gets_every_message(server):
     post_events(server, {"type": "set", "path": "/players", "value": wide_object()})
     with subscribe(server, subprotocols=["reactor.v1"]) as ws:
-        assert ws.response.headers["Sec-WebSocket-Extensions"] == \
-            "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+        assert ws.response.headers["Sec-WebSocket-Extensions"] == "permessage-deflate; client_no_context_takeover"
         snapshot = next_json(ws)
         assert snapshot["state"]["players"] == wide_object()
         post_events(server, {"type": "set", "path": "/players/player3/score", "value": 7})
@@ -62,19 +74,61 @@ def test_websockets_negotiates_deflate_and_gets_every_message(server):
     assert get_state(server)["players"]["player1"]["name"] == "x" * 400 + "2"
 
 
-def test_large_pushes_go_out_compressed_small_ones_plain(server):
+def test_pushes_come_from_a_stream_whose_context_carries_over(server):
     post_events(server, {"type": "set", "path": "/players", "value": wide_object()})
     with RawWebSocket.connect(server, headers=OFFER) as ws:
-        assert ws.response.header("Sec-WebSocket-Extensions").startswith("permessage-deflate")
-        first, opcode, payload = read_frame(ws)
-        plain = json.dumps(wide_object()).encode()
-        assert opcode == OP_TEXT and first & 0x40, "the snapshot is compressed"
-        assert len(payload) * 4 < len(plain), (len(payload), len(plain))
-        assert message_of(first, payload)["state"]["players"] == wide_object()
+        assert ws.response.header("Sec-WebSocket-Extensions") == "permessage-deflate; client_no_context_takeover"
+        first, size, snapshot = next_message(ws)
+        assert first & 0x40, "the snapshot is compressed"
+        assert size * 4 < len(json.dumps(wide_object())), size
+        assert snapshot["state"]["players"] == wide_object()
+        sizes = []
+        for n in range(1, 11):
+            post_events(server, {"type": "set", "path": "/players/player5", "value": {**wide_object()["player5"], "score": n}})
+            first, size, patch = next_message(ws)
+            assert first & 0x40, "in the stream even a short patch is compressed"
+            assert patch["version"] == n + 1 and patch["ops"][0]["value"]["score"] == n
+            sizes.append(size)
+        plain = len(json.dumps(patch, separators=(",", ":")))
+        assert max(sizes[1:]) * 3 < plain, (sizes, plain)
+
+
+def test_each_message_on_its_own_for_a_client_that_asks_and_small_ones_plain(server):
+    post_events(server, {"type": "set", "path": "/players", "value": wide_object()})
+    with RawWebSocket.connect(server, headers=OFFER_NO_CONTEXT) as ws:
+        assert ws.response.header("Sec-WebSocket-Extensions") == \
+            "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+        first, _, payload = read_frame(ws)
+        assert first & 0x40
+        # Inflated with a fresh decompressor: nothing refers to an earlier message.
+        assert json.loads(zlib.decompressobj(wbits=-15).decompress(payload + TAIL))["state"]["players"] == wide_object()
+        post_events(server, {"type": "set", "path": "/players/player1", "value": {**wide_object()["player2"], "notes": "a longer note " * 20}})
+        first, _, payload = read_frame(ws)
+        assert first & 0x40
+        assert json.loads(zlib.decompressobj(wbits=-15).decompress(payload + TAIL))["version"] == 2
         post_events(server, {"type": "increment", "path": "/n"})
         first, _, payload = read_frame(ws)
         assert not first & 0x40, "a patch under --compression-min-bytes (256) goes out plain"
-        assert message_of(first, payload)["ops"] == [{"op": "add", "path": "/n", "value": 1}]
+        assert json.loads(payload)["ops"] == [{"op": "add", "path": "/n", "value": 1}]
+
+
+def test_a_late_subscriber_joins_the_stream_at_its_next_fresh_start(server):
+    with RawWebSocket.connect(server, headers=OFFER) as early:
+        next_message(early)
+        for n in range(3):
+            post_events(server, {"type": "set", "path": f"/p{n}", "value": wide_object(2)})
+            next_message(early)
+        with RawWebSocket.connect(server, headers=OFFER) as late, RawWebSocket.connect(server, headers={"Sec-WebSocket-Protocol": "reactor.v1"}) as plain:
+            next_message(late)
+            next_message(plain)
+            same = 0
+            for n in range(20):
+                post_events(server, {"type": "set", "path": f"/q{n % 4}", "value": {"n": n, **wide_object(1)}})
+                frames = [read_frame(ws) for ws in (early, late, plain)]
+                messages = [message_of(ws, first, payload) for ws, (first, _, payload) in zip((early, late, plain), frames)]
+                assert messages[0] == messages[1] == messages[2] and messages[0]["version"] == n + 4
+                same += frames[0] == frames[1]
+            assert same >= 10, f"the late subscriber took the shared frames after a fresh start ({same} of 20)"
 
 
 def test_every_subscriber_that_agreed_gets_the_same_compressed_bytes(server):
@@ -82,12 +136,12 @@ def test_every_subscriber_that_agreed_gets_the_same_compressed_bytes(server):
             RawWebSocket.connect(server, headers={"Sec-WebSocket-Protocol": "reactor.v1"}) as plain:
         assert plain.response.header("Sec-WebSocket-Extensions") is None
         for ws in (a, b, plain):
-            read_frame(ws)
+            next_message(ws)
         post_events(server, {"type": "set", "path": "/players", "value": wide_object(16)})
         frames = [read_frame(ws) for ws in (a, b, plain)]
         assert frames[0] == frames[1]
         assert frames[0][0] & 0x40 and not frames[2][0] & 0x40
-        assert message_of(frames[0][0], frames[0][2]) == message_of(frames[2][0], frames[2][2])
+        assert message_of(a, frames[0][0], frames[0][2]) == message_of(plain, frames[2][0], frames[2][2])
 
 
 def test_a_decompression_bomb_closes_1009_and_the_server_serves_the_others(reactord):
@@ -134,17 +188,17 @@ def test_the_settings_turn_compression_off_or_lower_its_threshold(reactord):
     with RawWebSocket.connect(off, headers=OFFER) as ws:
         assert ws.response.header("Sec-WebSocket-Extensions") is None
     everything = reactord(env={"REACTORD_COMPRESSION_MIN_BYTES": "0"})
-    with RawWebSocket.connect(everything, headers=OFFER) as ws:
-        read_frame(ws)
+    with RawWebSocket.connect(everything, headers=OFFER_NO_CONTEXT) as ws:
+        next_message(ws)
         post_events(everything, {"type": "set", "path": "/s", "value": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"})
-        first, _, payload = read_frame(ws)
+        first, _, patch = next_message(ws)
         assert first & 0x40, "with a threshold of 0 even a short patch is compressed when that makes it smaller"
-        assert message_of(first, payload)["ops"][0]["path"] == "/s"
+        assert patch["ops"][0]["path"] == "/s"
 
 
 def test_an_unacceptable_offer_is_declined_not_refused(server):
     headers = {**OFFER, "Sec-WebSocket-Extensions": "permessage-deflate; server_max_window_bits=7, x-webkit-deflate-frame"}
     with RawWebSocket.connect(server, headers=headers) as ws:
         assert ws.response.header("Sec-WebSocket-Extensions") is None
-        first, _, payload = read_frame(ws)
-        assert not first & 0x40 and message_of(first, payload)["type"] == "snapshot"
+        first, _, snapshot = next_message(ws)
+        assert not first & 0x40 and snapshot["type"] == "snapshot"

@@ -17,6 +17,8 @@ final class SubscriberMessage {
         return frame
     }
     private var deflatedFrame: [UInt8]?
+    /// This message in its selection's shared deflate stream (`SharedDeflateStream`), once compressed there.
+    var sharedDeflateEntry: SharedDeflateStream.Entry?
 
     private(set) lazy var serverSentEvent: [UInt8] = {
         var bytes = Array("id: ".utf8)

@@ -14,8 +14,11 @@ final class SubscriptionService<StateType: HostedState> {
     /// unowned(unsafe): the StateServer owns both and they live as long as each other; a weak
     /// reference would give the server a side table and slow every retain and release of it.
     unowned(unsafe) var http: HTTPServer!
-    /// permessage-deflate's compressor, shared by every WebSocket of this server (made at the first).
+    /// permessage-deflate's compressor for messages on their own, shared by every WebSocket of this
+    /// server (made at the first).
     private lazy var compressor = MessageCompressor()
+    /// Each selection's shared deflate stream, while a subscriber holds it.
+    private var sharedStreams: [SubscriptionSelection: Weak<SharedDeflateStream>] = [:]
 
     static var subprotocol: String { "reactor.v1" }
 
@@ -62,7 +65,7 @@ final class SubscriptionService<StateType: HostedState> {
         }
         let principal = context.principal
         let mayFire = configuration.tokens.isEmpty || principal?.token.allows(.fire) == true
-        return handshake(request, subprotocols: [Self.subprotocol]) { [unowned self] tcp, leftover, deflate in
+        return handshake(request, subprotocols: [Self.subprotocol], selection: selection) { [unowned self] tcp, leftover, deflate in
             let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
             let subscriber = WebSocketSubscriber(connection: connection, hub: hub, core: core, pipeline: pipeline, loop: loop, selection: selection,
                                                  principal: principal, mayFire: mayFire, configuration: configuration, logger: logger)
@@ -72,7 +75,7 @@ final class SubscriptionService<StateType: HostedState> {
     }
 
     private func echo(_ request: HTTPRequest) -> HTTPResponse {
-        handshake(request, subprotocols: []) { [unowned self] tcp, leftover, deflate in
+        handshake(request, subprotocols: [], selection: nil) { [unowned self] tcp, leftover, deflate in
             let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
             connection.handler = WebSocketEcho()
             connection.start(leftover: leftover)
@@ -80,9 +83,10 @@ final class SubscriptionService<StateType: HostedState> {
         }
     }
 
-    /// The 101 that hands the connection to `attach` (with permessage-deflate, if agreed), or the
+    /// The 101 that hands the connection to `attach` (with permessage-deflate, if agreed, and the
+    /// shared stream of `selection` when the client lets the server keep its context), or the
     /// problem with the handshake.
-    private func handshake(_ request: HTTPRequest, subprotocols: [String],
+    private func handshake(_ request: HTTPRequest, subprotocols: [String], selection: SubscriptionSelection?,
                            attach: @escaping (TCPConnection, [UInt8], WebSocketConnection.Deflate?) -> any UpgradedConnection) -> HTTPResponse {
         guard request.headers.contains("Upgrade") else {
             return Problem(status: .upgradeRequired, kind: "websocket-required", title: "WebSocket required",
@@ -105,11 +109,23 @@ final class SubscriptionService<StateType: HostedState> {
             var deflate: WebSocketConnection.Deflate?
             let offers = request.headers.values(for: "Sec-WebSocket-Extensions")
             if configuration.webSocketCompression, !offers.isEmpty, let negotiated = PerMessageDeflate.negotiate(offers: offers.joined(separator: ", ")) {
-                deflate = WebSocketConnection.Deflate(negotiated: negotiated, compressor: compressor, minimumBytes: configuration.compressionMinBytes)
+                let shared = negotiated.serverNoContextTakeover || negotiated.serverMaxWindowBits < 15 ? nil : selection.map(sharedStream(for:))
+                deflate = WebSocketConnection.Deflate(negotiated: negotiated, compressor: compressor, minimumBytes: configuration.compressionMinBytes,
+                                                      shared: shared)
                 headers.append(("Sec-WebSocket-Extensions", negotiated.responseHeaderValue))
             }
             return HTTPResponse(status: .switchingProtocols, headers: headers, takeover: ConnectionTakeover { tcp, leftover in attach(tcp, leftover, deflate) })
         }
+    }
+
+    /// The selection's shared deflate stream: the one its subscribers hold, or a new one (about
+    /// 260 KiB of zlib state, per selection, not per subscriber).
+    private func sharedStream(for selection: SubscriptionSelection) -> SharedDeflateStream {
+        if let held = sharedStreams[selection]?.value { return held }
+        sharedStreams = sharedStreams.filter { $0.value.value != nil }
+        let stream = SharedDeflateStream()
+        sharedStreams[selection] = Weak(stream)
+        return stream
     }
 
     private func stream(_ request: HTTPRequest) -> HTTPResponse {
@@ -132,4 +148,10 @@ final class SubscriptionService<StateType: HostedState> {
         }
         return HTTPResponse(status: .ok, contentType: .eventStream, headers: [("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")], takeover: takeover)
     }
+}
+
+/// A reference that does not keep its object alive (a registry's entry).
+struct Weak<Object: AnyObject> {
+    weak var value: Object?
+    init(_ value: Object) { self.value = value }
 }

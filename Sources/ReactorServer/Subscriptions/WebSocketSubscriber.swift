@@ -33,7 +33,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
 
     func start(since: UInt64?, leftover: [UInt8]) {
         connection.handler = self
-        for message in hub.subscribe(self, to: selection, since: since) { send(connection.frame(for: message)) }
+        for message in hub.subscribe(self, to: selection, since: since) { send(connection.frame(for: message, live: false)) }
         connection.start(leftover: leftover)
     }
 
@@ -41,18 +41,18 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
 
     func deliver(_ message: SubscriberMessage) {
         guard !isLagging, !connection.isClosing else { return }
-        let frame = connection.frame(for: message)
+        let frame = connection.frame(for: message, live: true)
         // Behind means bytes still waiting past the bound; one large message to an idle socket is not.
         let unsent = connection.unsentBytes
-        guard unsent == 0 || unsent + frame.count <= configuration.maxUnsentBytes else {
+        guard unsent == 0 || unsent + frame.bytes.count <= configuration.maxUnsentBytes else {
             return fallBehind()
         }
         send(frame)
     }
 
-    private func send(_ frame: [UInt8]) {
-        hub.counters.pushed(frame.count)
-        connection.send(frame: frame)
+    private func send(_ frame: WebSocketConnection.PreparedFrame) {
+        hub.counters.pushed(frame.bytes.count)
+        connection.send(frame)
     }
 
     private func fallBehind() {
@@ -72,7 +72,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     func webSocketDidDrain(_ connection: WebSocketConnection) {
         guard isLagging else { return }
         isLagging = false
-        send(connection.frame(for: hub.snapshot(for: selection)))
+        send(connection.frame(for: hub.snapshot(for: selection), live: false))
     }
 
     func webSocketDidClose(_ connection: WebSocketConnection) {

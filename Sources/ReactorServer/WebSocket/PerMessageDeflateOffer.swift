@@ -1,14 +1,24 @@
-/// The permessage-deflate extension (RFC 7692) as this server agrees to it: every message it
-/// compresses starts from an empty window (`server_no_context_takeover`), so one compressed frame
-/// serves every subscriber of a selection, and the client does the same
-/// (`client_no_context_takeover`), so a connection keeps no inflate state between messages.
+/// The permessage-deflate extension (RFC 7692) as this server agrees to it. The client is asked
+/// to compress each message on its own (`client_no_context_takeover`), so a connection keeps no
+/// inflate state between messages. The server keeps its context from message to message unless
+/// the client asks it not to (`server_no_context_takeover`): its pushes come from one compressor
+/// per selection, shared by the subscribers in step with it (`SharedDeflateStream`).
 public struct PerMessageDeflate: Hashable, Sendable {
     /// The largest window the client lets the server's compressed messages use (§7.1.2.1).
     public let serverMaxWindowBits: Int
+    /// The client asked that each of the server's messages be compressed on its own.
+    public let serverNoContextTakeover: Bool
+
+    public init(serverMaxWindowBits: Int = 15, serverNoContextTakeover: Bool = false) {
+        self.serverMaxWindowBits = serverMaxWindowBits
+        self.serverNoContextTakeover = serverNoContextTakeover
+    }
 
     /// The `Sec-WebSocket-Extensions` value of the 101 response.
     public var responseHeaderValue: String {
-        var value = "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+        var value = "permessage-deflate"
+        if serverNoContextTakeover { value += "; server_no_context_takeover" }
+        value += "; client_no_context_takeover"
         if serverMaxWindowBits < 15 { value += "; server_max_window_bits=\(serverMaxWindowBits)" }
         return value
     }
@@ -29,13 +39,17 @@ public struct PerMessageDeflate: Hashable, Sendable {
     private static func accept(parameters: ArraySlice<Substring>) -> PerMessageDeflate? {
         var seen = Set<Substring>()
         var serverMaxWindowBits = 15
+        var serverNoContextTakeover = false
         for parameter in parameters {
             let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = pair[0].trimmingOWS()
             guard seen.insert(name).inserted else { return nil }
             let value = pair.count == 2 ? unquoted(pair[1].trimmingOWS()) : nil
             switch name {
-            case "server_no_context_takeover", "client_no_context_takeover":
+            case "server_no_context_takeover":
+                guard value == nil else { return nil }
+                serverNoContextTakeover = true
+            case "client_no_context_takeover":
                 guard value == nil else { return nil }
             case "server_max_window_bits":
                 guard let bits = value.flatMap(windowBits) else { return nil }
@@ -47,7 +61,7 @@ public struct PerMessageDeflate: Hashable, Sendable {
                 return nil
             }
         }
-        return PerMessageDeflate(serverMaxWindowBits: serverMaxWindowBits)
+        return PerMessageDeflate(serverMaxWindowBits: serverMaxWindowBits, serverNoContextTakeover: serverNoContextTakeover)
     }
 
     /// 8 to 15, in decimal without leading zeros (§7.1.2.1).

@@ -21,8 +21,18 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
         let negotiated: PerMessageDeflate
         /// Shared by the server's connections (see `MessageCompressor`).
         let compressor: MessageCompressor
-        /// Smaller messages go out plain: compressing them saves too little to pay for itself.
+        /// Smaller messages go out plain: compressing them on their own saves too little to pay for
+        /// itself. (A shared stream compresses them all: there they shrink to a few bytes.)
         let minimumBytes: Int
+        /// The selection's shared stream, when the peer lets the server keep its context.
+        let shared: SharedDeflateStream?
+    }
+
+    /// A frame about to be sent: `send(_:)` records that this connection took it.
+    struct PreparedFrame {
+        let bytes: [UInt8]
+        /// The shared stream's entry the frame is, if it is one.
+        fileprivate let sharedEntry: UInt64?
     }
 
     let tcp: TCPConnection
@@ -35,6 +45,9 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
     /// made through it; a `let` of this object's own is borrowed.
     private let server: HTTPServer
     private var decoder: WebSocketFrameDecoder
+    /// The number of the last shared-stream entry this connection sent, while it has taken every
+    /// one since the stream's last fresh start and nothing else compressed; 0 when out of step.
+    private var sharedEntryTaken: UInt64 = 0
     private let timing: Timing
     private var lastHeard: UInt64
     private var pingSentAt: UInt64?
@@ -74,11 +87,36 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
         send(frame: WebSocketFrameEncoder.frame(opcode: .text, payload: text))
     }
 
-    /// A subscriber message's frame for this connection: compressed (once, for every connection
-    /// that asks) when deflate was negotiated and the message is worth it, plain otherwise.
-    func frame(for message: SubscriberMessage) -> [UInt8] {
-        guard let deflate = usableDeflate(forBytes: message.json.count) else { return message.webSocketFrame }
-        return message.deflatedWebSocketFrame(deflate.compressor)
+    /// A subscriber message's frame for this connection. A `live` message (one the hub publishes to
+    /// the whole selection, in order) comes from the selection's shared stream while this connection
+    /// is in step with it; anything else is compressed on its own when worth it, or goes plain. Each
+    /// compressed form is made once, for every connection that asks. Send it with `send(_:)`.
+    func frame(for message: SubscriberMessage, live: Bool) -> PreparedFrame {
+        guard let deflate, deflate.negotiated.serverMaxWindowBits == 15 else { return PreparedFrame(bytes: message.webSocketFrame, sharedEntry: nil) }
+        if let shared = deflate.shared, live {
+            let entry = shared.entry(for: message)
+            if entry.startsAfresh || (sharedEntryTaken != 0 && entry.number == sharedEntryTaken + 1) {
+                return PreparedFrame(bytes: entry.frame, sharedEntry: entry.number)
+            }
+            // Out of step (a message missed, or one compressed on its own taken): on its own until
+            // the stream's next fresh start.
+            sharedEntryTaken = 0
+            shared.requestFreshStart()
+        }
+        guard message.json.count >= deflate.minimumBytes else { return PreparedFrame(bytes: message.webSocketFrame, sharedEntry: nil) }
+        if let shared = deflate.shared, sharedEntryTaken != 0 {
+            // In the peer's window too from now on, where the stream does not expect it.
+            sharedEntryTaken = 0
+            shared.requestFreshStart()
+        }
+        return PreparedFrame(bytes: message.deflatedWebSocketFrame(deflate.compressor), sharedEntry: nil)
+    }
+
+    /// Sends a prepared frame; a shared-stream entry counts as taken only once sent.
+    func send(_ frame: PreparedFrame) {
+        guard !isClosing else { return }
+        if let entry = frame.sharedEntry { sharedEntryTaken = entry }
+        tcp.write(frame.bytes)
     }
 
     /// Sends one data message, compressed when deflate was negotiated and it is worth it.

@@ -1,16 +1,21 @@
+import CUV
 import XCTest
 
 @testable import ReactorServer
 
-/// permessage-deflate (RFC 7692): which offers the server accepts, and messages compressed and
-/// inflated with no context between them, checked against the RFC's own examples.
+/// permessage-deflate (RFC 7692): which offers the server accepts; messages compressed and
+/// inflated with no context between them, checked against the RFC's own examples; and a shared
+/// stream whose context carries from message to message, inflated as a peer keeping its window does.
 final class PerMessageDeflateTests: XCTestCase, WebSocketTesting {
     // MARK: Negotiation (§7.1)
 
-    func testAcceptsThePlainOfferAndAlwaysAsksForNoContextTakeover() {
+    func testAcceptsThePlainOfferAsksTheClientForNoContextTakeoverAndKeepsItsOwn() {
         let accepted = PerMessageDeflate.negotiate(offers: "permessage-deflate")
         XCTAssertEqual(accepted?.serverMaxWindowBits, 15)
-        XCTAssertEqual(accepted?.responseHeaderValue, "permessage-deflate; server_no_context_takeover; client_no_context_takeover")
+        XCTAssertEqual(accepted?.serverNoContextTakeover, false)
+        XCTAssertEqual(accepted?.responseHeaderValue, "permessage-deflate; client_no_context_takeover")
+        let asked = PerMessageDeflate.negotiate(offers: "permessage-deflate; server_no_context_takeover")
+        XCTAssertEqual(asked?.responseHeaderValue, "permessage-deflate; server_no_context_takeover; client_no_context_takeover")
     }
 
     func testAcceptsWhatBrowsersAndPythonOffer() {
@@ -22,7 +27,7 @@ final class PerMessageDeflateTests: XCTestCase, WebSocketTesting {
     func testEchoesTheServerWindowTheClientAskedFor() {
         let accepted = PerMessageDeflate.negotiate(offers: "permessage-deflate; server_max_window_bits=10")
         XCTAssertEqual(accepted?.serverMaxWindowBits, 10)
-        XCTAssertEqual(accepted?.responseHeaderValue, "permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=10")
+        XCTAssertEqual(accepted?.responseHeaderValue, "permessage-deflate; client_no_context_takeover; server_max_window_bits=10")
         XCTAssertEqual(PerMessageDeflate.negotiate(offers: #"permessage-deflate; server_max_window_bits="9""#)?.serverMaxWindowBits, 9)
     }
 
@@ -85,6 +90,90 @@ final class PerMessageDeflateTests: XCTestCase, WebSocketTesting {
         XCTAssertEqual(compressor.inflate(Array("Hello".utf8), limit: 100), .failure(.invalid))
         XCTAssertEqual(compressor.inflate([0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00], limit: 100), .success(Array("Hello".utf8)),
                        "a refusal leaves the compressor usable")
+    }
+
+    // MARK: A shared stream (context kept from message to message)
+
+    /// A peer's decompressor, its window kept from one message to the next.
+    final class Inflater {
+        private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+        init() {
+            stream.initialize(to: z_stream())
+            _ = inflateInit2_(stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        }
+        deinit {
+            inflateEnd(stream)
+            stream.deallocate()
+        }
+        /// The message a frame made by `SharedDeflateStream` carries.
+        func inflate(frame: [UInt8]) -> String? {
+            let headerLength = frame[1] & 0x7F == 126 ? 4 : frame[1] & 0x7F == 127 ? 10 : 2
+            var input = Array(frame[headerLength...]) + [0x00, 0x00, 0xFF, 0xFF]
+            var output = [UInt8](repeating: 0, count: 1 << 20)
+            let produced = input.withUnsafeMutableBufferPointer { input in
+                output.withUnsafeMutableBufferPointer { output -> Int? in
+                    stream.pointee.next_in = input.baseAddress
+                    stream.pointee.avail_in = UInt32(input.count)
+                    stream.pointee.next_out = output.baseAddress
+                    stream.pointee.avail_out = UInt32(output.count)
+                    let status = CUV.inflate(stream, Z_SYNC_FLUSH)
+                    guard status == Z_OK || status == Z_BUF_ERROR, stream.pointee.avail_in == 0 else { return nil }
+                    return output.count - Int(stream.pointee.avail_out)
+                }
+            }
+            return produced.map { String(decoding: output[..<$0], as: UTF8.self) }
+        }
+    }
+
+    private static func patch(_ version: UInt64, score: Int) -> SubscriberMessage {
+        .patch(version, [.replace(path: try! JSONPointer("/players/p3"), value: ["name": "Player 3", "score": .integer(Int64(score)), "team": "red",
+                                                                               "inventory": ["sword", "shield", "potion of healing"]])])
+    }
+
+    func testEachMessageIsCompressedOnceAndRefersBackToTheOnesBefore() {
+        let stream = SharedDeflateStream()
+        let peer = Inflater()
+        var sizes: [Int] = []
+        for version in UInt64(1)...6 {
+            let message = Self.patch(version, score: Int(version))
+            let entry = stream.entry(for: message)
+            XCTAssertEqual(entry.number, version)
+            XCTAssertEqual(entry.startsAfresh, version == 1)
+            XCTAssertEqual(entry.frame[0], 0xC1, "FIN, RSV1, text")
+            XCTAssertEqual(stream.entry(for: message).frame, entry.frame, "asked again, the same entry: compressed once")
+            XCTAssertEqual(peer.inflate(frame: entry.frame), String(decoding: message.json, as: UTF8.self))
+            sizes.append(entry.frame.count)
+        }
+        XCTAssertLessThan(sizes[5] * 3, sizes[0], "a later patch is mostly references to the one before: \(sizes)")
+    }
+
+    func testAFreshStartComesWhenAskedButNotMoreOftenThanTheInterval() {
+        let stream = SharedDeflateStream()
+        let interval = SharedDeflateStream.messagesBetweenFreshStarts
+        XCTAssertTrue(stream.entry(for: Self.patch(1, score: 1)).startsAfresh)
+        stream.requestFreshStart()
+        var fresh: [UInt64] = []
+        for version in UInt64(2)...(3 * interval) {
+            let entry = stream.entry(for: Self.patch(version, score: Int(version)))
+            if entry.startsAfresh { fresh.append(entry.number) }
+            if version == 2 * interval { stream.requestFreshStart() }
+        }
+        XCTAssertEqual(fresh, [1 + interval, 1 + 2 * interval], "asked after 1 and after \(2 * interval): fresh at the first entry allowed after each")
+        // A peer that joins at a fresh start inflates everything from there.
+        let late = Inflater()
+        let joined = Self.patch(100, score: 100)
+        stream.requestFreshStart()
+        var entry = stream.entry(for: joined)
+        var version: UInt64 = 100
+        while !entry.startsAfresh {
+            version += 1
+            entry = stream.entry(for: Self.patch(version, score: Int(version)))
+        }
+        for _ in 0..<3 {
+            XCTAssertEqual(late.inflate(frame: entry.frame).map { $0.contains("\"version\":\(version)") }, true)
+            version += 1
+            entry = stream.entry(for: Self.patch(version, score: Int(version)))
+        }
     }
 
     // MARK: Frames (§6)
