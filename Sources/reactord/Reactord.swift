@@ -83,7 +83,7 @@ struct Serve: ParsableCommand {
     @Flag(name: .customLong("no-websocket-compression"), help: "Never agree to permessage-deflate, even when a WebSocket client offers it.")
     var noWebSocketCompression = false
 
-    @Option(help: "Messages shorter than this many bytes go out uncompressed on a compressed WebSocket (default 256).")
+    @Option(help: "Messages shorter than this many bytes go out uncompressed when compressed on their own (not in a selection's shared stream; default 256).")
     var compressionMinBytes: Int?
 
     @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS and wss:// (with --tls-key). SIGHUP reloads it.")

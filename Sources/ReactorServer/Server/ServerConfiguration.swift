@@ -47,7 +47,8 @@ public struct ServerConfiguration: Sendable {
     public var tlsPort: Int?
     /// Agrees to permessage-deflate (RFC 7692) when a WebSocket client offers it (browsers do).
     public var webSocketCompression = true
-    /// Messages shorter than this go out plain even on a compressed WebSocket.
+    /// Messages shorter than this go out plain where they would be compressed on their own (a
+    /// selection's shared stream compresses every push: there they shrink to a few bytes).
     public var compressionMinBytes = 256
 
     public init() {}
