@@ -100,16 +100,20 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
             }
             // Out of step (a message missed, or one compressed on its own taken): on its own until
             // the stream's next fresh start.
-            sharedEntryTaken = 0
-            shared.requestFreshStart()
+            leaveSharedStream()
         }
         guard message.json.count >= deflate.minimumBytes else { return PreparedFrame(bytes: message.webSocketFrame, sharedEntry: nil) }
-        if let shared = deflate.shared, sharedEntryTaken != 0 {
-            // In the peer's window too from now on, where the stream does not expect it.
-            sharedEntryTaken = 0
-            shared.requestFreshStart()
-        }
+        leaveSharedStream()
         return PreparedFrame(bytes: message.deflatedWebSocketFrame(deflate.compressor), sharedEntry: nil)
+    }
+
+    /// The peer is, or is about to be, out of step with the shared stream: it missed an entry, or a
+    /// message compressed on its own enters its window where the stream does not expect one. It
+    /// gets no entry until the stream next starts afresh, which it asks for.
+    private func leaveSharedStream() {
+        guard let shared = deflate?.shared else { return }
+        sharedEntryTaken = 0
+        shared.requestFreshStart()
     }
 
     /// Sends a prepared frame; a shared-stream entry counts as taken only once sent.
@@ -124,6 +128,7 @@ final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
         guard let deflate = usableDeflate(forBytes: message.count) else {
             return send(frame: WebSocketFrameEncoder.frame(opcode: opcode, payload: message))
         }
+        leaveSharedStream()
         send(frame: WebSocketFrameEncoder.deflatedFrame(opcode: opcode, payload: message, compressor: deflate.compressor))
     }
 
