@@ -1,5 +1,5 @@
-/// Byte comparisons for the hot path, eight bytes at a time and with no call into the C library: a
-/// `memcmp` costs more than comparing the few bytes of a member name, a path or a media type.
+/// Byte comparisons for the hot path, eight bytes at a time and with no call into the C library: for
+/// the few bytes of a member name, a path or a media type, calling `memcmp` costs more than comparing.
 enum RawBytes {
     /// Whether the `count` bytes at `a` and at `b` are the same.
     @inline(__always)

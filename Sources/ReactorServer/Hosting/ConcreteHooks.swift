@@ -15,8 +15,8 @@ struct ConcreteMiddleware<StateType: State>: Middleware, @unchecked Sendable {
         body = { middleware.process(event: $0, state: $1, version: $2) }
     }
 
-    /// A middleware that is `first` then `second`: one call where the core would make two (it copies
-    /// each middleware it calls, a retain and a release apiece, for every event).
+    /// A middleware that is `first` then `second`: one call through the core's list where there
+    /// would be two, for every event.
     init<First: Middleware, Second: Middleware>(_ first: First, then second: Second)
     where First.StateType == StateType, Second.StateType == StateType {
         body = {

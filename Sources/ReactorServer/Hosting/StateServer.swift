@@ -108,8 +108,8 @@ public struct StorageConfiguration: Sendable {
 /// Counts each applied event by type, and logs it (type and version) at the info level.
 /// @unchecked Sendable: the core runs middleware on its executor, the loop thread, where the
 /// metrics live.
-/// A class: the core copies its middleware for each call, and a logger (an existential handler
-/// and its metadata) is several references to retain.
+/// A class: a struct holding a logger (an existential handler and its metadata) would be several
+/// references to retain wherever it is copied, as `ConcreteMiddleware` captures it.
 final class EventLogger<StateType: HostedState>: Middleware, @unchecked Sendable {
     private let logger: Logger
     private let metrics: ServerMetrics

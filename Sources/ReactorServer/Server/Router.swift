@@ -107,7 +107,7 @@ final class RouteTable {
         guard let wantedStart = wanted.baseAddress, let all = pathBytes.baseAddress else { return nil }
         for index in 0..<count {
             let range = pathRanges[index]
-            if range.count == wanted.count && memcmp(all + range.lowerBound, wantedStart, wanted.count) == 0 { return index }
+            if range.count == wanted.count && RawBytes.equal(all + range.lowerBound, wantedStart, count: wanted.count) { return index }
         }
         return nil
     }
