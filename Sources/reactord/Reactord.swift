@@ -208,7 +208,7 @@ struct Serve: ParsableCommand {
             logger.warning("unknown keys in the config file are ignored", metadata: ["keys": "\(unknownKeys.joined(separator: ", "))"])
         }
         let document = try initialDocument(settings.initialState)
-        let tls = try loadTLS(configuration, logger: logger)
+        let tls = try loadTLS(configuration)
         let daemon = try Daemon(logger: logger)
         var files = StaticFiles()
         if let share = Assets.shareDirectory(shareDir) {
@@ -284,7 +284,7 @@ struct Serve: ParsableCommand {
 
     /// The certificate and key, checked before anything listens: a server that cannot speak TLS
     /// as configured does not start.
-    private func loadTLS(_ configuration: ServerConfiguration, logger: Logger) throws -> TLSContext? {
+    private func loadTLS(_ configuration: ServerConfiguration) throws -> TLSContext? {
         guard let certificate = configuration.tlsCertificateFile, let key = configuration.tlsKeyFile else { return nil }
         do {
             return try TLSContext(certificateFile: certificate, keyFile: key)
