@@ -41,21 +41,27 @@ final class MessageCompressor {
     /// `message` compressed, as the payload of a frame with RSV1 set.
     func deflate(_ message: UnsafeRawBufferPointer) -> [UInt8] {
         deflateReset(deflater)
+        return Self.deflate(message, in: deflater, scratch: &scratch)
+    }
+
+    /// `message` through `stream` up to a sync flush, with the empty block that ends it removed
+    /// (§7.2.1); the stream's window stays as it is for the next message. `scratch` is where zlib
+    /// writes before the bytes are appended to the result.
+    static func deflate(_ message: UnsafeRawBufferPointer, in stream: UnsafeMutablePointer<z_stream>, scratch: inout [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(message.count / 2 + 16)
-        let base = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        deflater.pointee.next_in = UnsafeMutablePointer(mutating: base)
-        deflater.pointee.avail_in = UInt32(message.count)
+        stream.pointee.next_in = UnsafeMutablePointer(mutating: message.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        stream.pointee.avail_in = UInt32(message.count)
         scratch.withUnsafeMutableBufferPointer { scratch in
             repeat {
-                deflater.pointee.next_out = scratch.baseAddress
-                deflater.pointee.avail_out = UInt32(scratch.count)
-                CUV.deflate(deflater, Z_SYNC_FLUSH)
-                output.append(contentsOf: scratch[..<(scratch.count - Int(deflater.pointee.avail_out))])
-            } while deflater.pointee.avail_out == 0
+                stream.pointee.next_out = scratch.baseAddress
+                stream.pointee.avail_out = UInt32(scratch.count)
+                CUV.deflate(stream, Z_SYNC_FLUSH)
+                output.append(contentsOf: scratch[..<(scratch.count - Int(stream.pointee.avail_out))])
+            } while stream.pointee.avail_out == 0
         }
-        deflater.pointee.next_in = nil
-        if output.count >= 4, output.suffix(4).elementsEqual(Self.tail) { output.removeLast(4) }
+        stream.pointee.next_in = nil
+        if output.count >= 4, output.suffix(4).elementsEqual(tail) { output.removeLast(4) }
         return output
     }
 

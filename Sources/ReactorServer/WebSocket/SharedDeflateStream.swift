@@ -54,7 +54,7 @@ final class SharedDeflateStream {
             freshStartNumber = lastNumber
             wantsFreshStart = false
         }
-        let compressed = message.json.withUnsafeBytes { compress($0) }
+        let compressed = message.json.withUnsafeBytes { MessageCompressor.deflate($0, in: stream, scratch: &scratch) }
         var frame: [UInt8] = []
         frame.reserveCapacity(WebSocketFrameEncoder.headerLength(payloadCount: compressed.count) + compressed.count)
         WebSocketFrameEncoder.appendHeader(reservedBits: 0b100, opcode: .text, payloadCount: compressed.count, into: &frame)
@@ -67,25 +67,5 @@ final class SharedDeflateStream {
     /// A subscriber is out of step: start afresh soon, so that it can take compressed frames again.
     func requestFreshStart() {
         wantsFreshStart = true
-    }
-
-    /// The message's deflate data up to a sync flush, its empty-block tail removed (§7.2.1), with
-    /// the window kept for the next.
-    private func compress(_ message: UnsafeRawBufferPointer) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(message.count / 2 + 16)
-        stream.pointee.next_in = UnsafeMutablePointer(mutating: message.baseAddress?.assumingMemoryBound(to: UInt8.self))
-        stream.pointee.avail_in = UInt32(message.count)
-        scratch.withUnsafeMutableBufferPointer { scratch in
-            repeat {
-                stream.pointee.next_out = scratch.baseAddress
-                stream.pointee.avail_out = UInt32(scratch.count)
-                CUV.deflate(stream, Z_SYNC_FLUSH)
-                output.append(contentsOf: scratch[..<(scratch.count - Int(stream.pointee.avail_out))])
-            } while stream.pointee.avail_out == 0
-        }
-        stream.pointee.next_in = nil
-        if output.count >= 4, output.suffix(4).elementsEqual([0x00, 0x00, 0xFF, 0xFF]) { output.removeLast(4) }
-        return output
     }
 }
