@@ -149,9 +149,3 @@ final class SubscriptionService<StateType: HostedState> {
         return HTTPResponse(status: .ok, contentType: .eventStream, headers: [("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")], takeover: takeover)
     }
 }
-
-/// A reference that does not keep its object alive (a registry's entry).
-struct Weak<Object: AnyObject> {
-    weak var value: Object?
-    init(_ value: Object) { self.value = value }
-}
