@@ -1,17 +1,19 @@
 import CUV
 
-/// permessage-deflate with the server's context carried from message to message (RFC 7692 §7.1.1.1
-/// left out), shared: one compressor per selection, whose output serves every subscriber of the
-/// selection that has taken each of its messages since the compressor last started afresh. A
-/// message is compressed once, for all of them, and refers back to the ones before it, which a
-/// short patch needs to shrink at all (its keys and paths are what it repeats).
+/// permessage-deflate with the server's context carried from message to message (no
+/// `server_no_context_takeover`, RFC 7692 §7.1.1.1), shared: one compressor per selection, whose
+/// output serves every subscriber of the selection that has taken each of its messages since the
+/// compressor last started afresh. A message is compressed once, for all of them, and refers back
+/// to the ones before it, which a short patch needs to shrink at all (its keys and paths are what
+/// it repeats).
 ///
 /// A peer's window is every compressed message it inflated, in order. It matches this compressor's
 /// history only if the peer took exactly this compressor's messages since a fresh start: one it
 /// missed (dropped as a slow consumer) or one compressed elsewhere (its snapshot) puts it out of
-/// step. Such a subscriber gets plain frames, which leave its window alone, and asks for a fresh
-/// start; at the next one (at most every `messagesBetweenFreshStarts` messages, so that arrivals do
-/// not reset the window on every message) it joins again.
+/// step. Such a subscriber gets messages compressed on their own (or plain) and asks for a fresh
+/// start: from an empty window, nothing after it refers to what came before, so at the next one (at
+/// most every `messagesBetweenFreshStarts` messages, so that arrivals do not reset the window on
+/// every message) it joins again.
 final class SharedDeflateStream {
     /// One message as this stream compressed it.
     struct Entry {
