@@ -109,7 +109,7 @@ final class SubscriptionService<StateType: HostedState> {
             var deflate: WebSocketConnection.Deflate?
             let offers = request.headers.values(for: "Sec-WebSocket-Extensions")
             if configuration.webSocketCompression, !offers.isEmpty, let negotiated = PerMessageDeflate.negotiate(offers: offers.joined(separator: ", ")) {
-                let shared = negotiated.serverNoContextTakeover || negotiated.serverMaxWindowBits < 15 ? nil : selection.map(sharedStream(for:))
+                let shared = negotiated.serverNoContextTakeover || negotiated.serverMaxWindowBits < 15 ? nil : selection.flatMap(sharedStream(for:))
                 deflate = WebSocketConnection.Deflate(negotiated: negotiated, compressor: compressor, minimumBytes: configuration.compressionMinBytes,
                                                       shared: shared)
                 headers.append(("Sec-WebSocket-Extensions", negotiated.responseHeaderValue))
@@ -118,11 +118,18 @@ final class SubscriptionService<StateType: HostedState> {
         }
     }
 
+    /// At most this many selections get a shared deflate stream at once: each holds some 260 KiB,
+    /// and a client picks the selection (`?path=`). Subscribers of others get messages compressed
+    /// on their own.
+    static var maximumSharedStreams: Int { 256 }
+
     /// The selection's shared deflate stream: the one its subscribers hold, or a new one (about
-    /// 260 KiB of zlib state, per selection, not per subscriber).
-    private func sharedStream(for selection: SubscriptionSelection) -> SharedDeflateStream {
+    /// 260 KiB of zlib state, per selection, not per subscriber); nil when `maximumSharedStreams`
+    /// other selections hold one.
+    private func sharedStream(for selection: SubscriptionSelection) -> SharedDeflateStream? {
         if let held = sharedStreams[selection]?.value { return held }
         sharedStreams = sharedStreams.filter { $0.value.value != nil }
+        guard sharedStreams.count < Self.maximumSharedStreams else { return nil }
         let stream = SharedDeflateStream()
         sharedStreams[selection] = Weak(stream)
         return stream
