@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # What the journal costs, and how long recovery takes; see docs/performance.md.
 #
-# 1. POST /events requests/s on three reactord servers side by side: --fsync batch, --fsync never,
-#    and no data directory, runs alternating (batch, never, memory, batch, ...) so a noisy moment
-#    hits all alike; the table gives the medians and their ratios to the one without a journal.
+# 1. POST /events requests/s on five servers side by side: reactord with --fsync batch (the
+#    default with a data directory), --fsync always, --fsync never, without a data directory, and
+#    nginx answering 200 (the ceiling of an HTTP server on this machine). Two workloads: the
+#    increment (Benchmarks/http/post-events.lua) and the realistic set of a ~300-byte object at one
+#    of 64 keys (Benchmarks/http/post-set.lua). Runs alternate (batch, always, never, memory, nginx,
+#    batch, ...) so a noisy moment hits all alike; the table gives the medians, their ratios to the
+#    server without a journal and to nginx, and for --fsync batch the events per fsync (one group
+#    commit each; --fsync always syncs every event).
 # 2. Start-up time on a journal of EVENTS events (made with reactord import), then on the same
 #    state after reactord compact (one snapshot, no journal); medians of RECOVERY_RUNS.
 #
 # Tunables (environment):
 #   DURATION=10s CONNECTIONS=50 THREADS=1 RUNS=3 WARMUP=2s   as in bench-http.sh
+#   WORKLOADS="increment set"        which workloads part 1 runs
 #   EVENTS=1000000 RECOVERY_RUNS=3   the recovery part (EVENTS=0 skips it)
 #   PIN=1 BUILD=1                    as in bench-http.sh
-#   PORT=18090                       ports PORT, PORT+1, PORT+2 on 127.0.0.1
-# Defaults take about 3 minutes with the build up to date.
+#   PORT=18090                       ports PORT to PORT+4 on 127.0.0.1
+# Defaults take about 7 minutes with the build up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -22,6 +28,7 @@ CONNECTIONS=${CONNECTIONS:-50}
 THREADS=${THREADS:-1}
 RUNS=${RUNS:-3}
 WARMUP=${WARMUP:-2s}
+WORKLOADS=${WORKLOADS:-increment set}
 EVENTS=${EVENTS:-1000000}
 RECOVERY_RUNS=${RECOVERY_RUNS:-3}
 PIN=${PIN:-1}
@@ -29,10 +36,14 @@ BUILD=${BUILD:-1}
 PORT=${PORT:-18090}
 
 scripts/setup.sh
-command -v wrk >/dev/null || {
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wrk >/dev/null
-}
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+if [ ${#missing[@]} -gt 0 ]; then
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 if [ "$BUILD" = 1 ]; then swift build -c release --product reactord; fi
 REACTORD=$root/.build/release/reactord
 [ -x "$REACTORD" ] || { echo "bench-durability: $REACTORD is missing (BUILD=0 needs a release build)" >&2; exit 1; }
@@ -63,52 +74,84 @@ wait_for() { # name pid port
     echo "bench-durability: $1 did not answer within 30 s" >&2; exit 1
 }
 
-names=(batch never memory)
+names=(batch always never memory nginx)
 declare -A ports args
-ports[batch]=$PORT; ports[never]=$((PORT + 1)); ports[memory]=$((PORT + 2))
+ports[batch]=$PORT; ports[always]=$((PORT + 1)); ports[never]=$((PORT + 2)); ports[memory]=$((PORT + 3)); ports[nginx]=$((PORT + 4))
 args[batch]="--data-dir $tmp/batch --fsync batch"
+args[always]="--data-dir $tmp/always --fsync always"
 args[never]="--data-dir $tmp/never --fsync never"
 args[memory]=""
-for name in "${names[@]}"; do
+for name in batch always never memory; do
     # shellcheck disable=SC2086
     "${cpu_server[@]}" "$REACTORD" --port "${ports[$name]}" --log-level warning ${args[$name]} >"$tmp/$name.log" 2>&1 &
     pids+=($!)
     wait_for "$name" "$!" "${ports[$name]}"
 done
+# nginx: one worker answering 200 to everything (Benchmarks/http/nginx.conf.template).
+mkdir -p "$tmp/nginx"
+sed -e "s|@DIR@|$tmp/nginx|g" -e "s|@PORT@|${ports[nginx]}|" Benchmarks/http/nginx.conf.template >"$tmp/nginx/nginx.conf"
+"${cpu_server[@]}" "$NGINX" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" >"$tmp/nginx.log" 2>&1 &
+pids+=($!)
+wait_for nginx "$!" "${ports[nginx]}"
 
-run_wrk() { # port duration -> "req/s non2xx"
+metric() { # name metric : its value in the server's /metrics (0 when absent)
+    curl -s -m 5 "http://127.0.0.1:${ports[$1]}/metrics" | awk -v m="$2" '$1 == m { v = $2 } END { print v + 0 }'
+}
+run_wrk() { # port duration script -> "req/s non2xx"
     local out
     out=$(timeout $(( $(seconds "$2") + 30 )) "${cpu_client[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2" \
-        -s Benchmarks/http/post-events.lua "http://127.0.0.1:$1/events") || true
+        -s "$3" "http://127.0.0.1:$1/events") || true
     echo "$out" >>"$tmp/wrk.log"
     awk '/Requests\/sec:/ { rps = $2 } /Non-2xx or 3xx responses:/ { non2xx = $NF }
          END { printf "%s %d\n", rps, non2xx }' <<<"$out"
 }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "n/a" || b == 0 || a == "n/a") print "n/a"; else printf "%.3f", a / b }'; }
 
-echo "bench-durability: wrk -t$THREADS -c$CONNECTIONS -d$DURATION POST /events (increment), $RUNS runs each, alternating"
-if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
-    for name in "${names[@]}"; do run_wrk "${ports[$name]}" "$WARMUP" >/dev/null; done
-fi
-results=()
-printf '\n%-4s %-8s %12s %8s\n' run server "requests/s" non-2xx
-for run in $(seq "$RUNS"); do
-    for name in "${names[@]}"; do
-        read -r rps non2xx <<<"$(run_wrk "${ports[$name]}" "$DURATION")"
-        [ -n "$rps" ] || { echo "bench-durability: wrk printed nothing; see $tmp/wrk.log" >&2; cat "$tmp/wrk.log" >&2; exit 1; }
-        printf '%-4s %-8s %12s %8s\n' "$run" "$name" "$rps" "$non2xx"
-        results+=("$name $rps")
+fsync_groups=()
+for workload in $WORKLOADS; do
+    case $workload in
+        increment) script=Benchmarks/http/post-events.lua ;;
+        set) script=Benchmarks/http/post-set.lua ;;
+        *) echo "bench-durability: a workload is increment or set, not $workload" >&2; exit 2 ;;
+    esac
+    echo
+    echo "bench-durability: $workload, wrk -t$THREADS -c$CONNECTIONS -d$DURATION -s $script POST /events, $RUNS runs each, alternating"
+    if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
+        for name in "${names[@]}"; do run_wrk "${ports[$name]}" "$WARMUP" "$script" >/dev/null; done
+    fi
+    results=()
+    printf '\n%-4s %-8s %12s %8s %14s\n' run server "requests/s" non-2xx "events/fsync"
+    for run in $(seq "$RUNS"); do
+        for name in "${names[@]}"; do
+            appends=0
+            [ "$name" = batch ] && appends=$(metric batch reactor_journal_append_seconds_count)
+            read -r rps non2xx <<<"$(run_wrk "${ports[$name]}" "$DURATION" "$script")"
+            [ -n "$rps" ] || { echo "bench-durability: wrk printed nothing; see $tmp/wrk.log" >&2; cat "$tmp/wrk.log" >&2; exit 1; }
+            per_fsync=""
+            case $name in
+                batch) per_fsync=$(awk -v r="$rps" -v d="$DURATION" -v a="$(( $(metric batch reactor_journal_append_seconds_count) - appends ))" \
+                    'BEGIN { sub("s", "", d); if (a > 0) printf "%.1f", r * d / a; else print "n/a" }') ;;
+                always) per_fsync=1 ;;
+            esac
+            printf '%-4s %-8s %12s %8s %14s\n' "$run" "$name" "$rps" "$non2xx" "$per_fsync"
+            results+=("$name $rps")
+            [ "$name" != batch ] || fsync_groups+=("$workload $per_fsync")
+        done
     done
+    median() { printf '%s\n' "${results[@]}" | awk -v s="$1" '$1 == s { print $2 }' | median_of; }
+    memory=$(median memory)
+    nginx=$(median nginx)
+    echo
+    printf '%-16s %12s %22s %14s\n' "$workload" "median req/s" "x no data directory" "x nginx"
+    for name in "${names[@]}"; do
+        m=$(median "$name")
+        printf '%-16s %12s %22s %14s\n' "$name" "$m" "$(ratio "$m" "$memory")" "$(ratio "$m" "$nginx")"
+    done
+    echo "events per fsync with --fsync batch (median): $(printf '%s\n' "${fsync_groups[@]}" | awk -v w="$workload" '$1 == w { print $2 }' | median_of)"
+    echo "(targets: batch >= 0.8 x no data directory; memory >= 0.9 x nginx on the set workload)"
 done
-median() { printf '%s\n' "${results[@]}" | awk -v s="$1" '$1 == s { print $2 }' | median_of; }
-memory=$(median memory)
 echo
-for name in "${names[@]}"; do
-    m=$(median "$name")
-    printf '%-28s %12s  %s\n' "median $name" "$m" "$(awk -v a="$m" -v b="$memory" 'BEGIN { printf "%.3f x no data directory", a / b }')"
-done
-echo "(target: batch >= 0.5 x no data directory)"
-journal_bytes=$(du -sb "$tmp/batch/journal" | cut -f1)
-echo "batch journal after the runs: $journal_bytes bytes, version $(curl -s "http://127.0.0.1:${ports[batch]}/readyz")"
+echo "batch journal after the runs: $(du -sb "$tmp/batch/journal" | cut -f1) bytes, $(curl -s "http://127.0.0.1:${ports[batch]}/readyz")"
 stop_all
 
 [ "$EVENTS" -gt 0 ] || exit 0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Requests per second of reactord against nginx on the same request, POST /events with an
-# increment event; see docs/performance.md. Runs alternate (reactord, nginx, reactord, ...) so a
+# Requests per second of reactord against nginx on the same request, POST /events (an increment
+# event, or with WORKLOAD=set the realistic one); see docs/performance.md. Runs alternate (reactord, nginx, reactord, ...) so a
 # noisy moment on the machine hits both alike, and the table gives the ratio of the medians.
 #
 # Tunables (environment):
@@ -16,6 +16,9 @@
 #                     ciphers on both: TLS 1.3, AES-256-GCM), wrk over https
 #   CONNECTION_CLOSE=0  1: every request on a new connection (wrk -H 'Connection: close'): with TLS=1,
 #                     what a handshake costs each server
+#   WORKLOAD=increment  the event POSTed: increment (Benchmarks/http/post-events.lua, 46 bytes), or
+#                     set (Benchmarks/http/post-set.lua: an object of ~300 bytes set at one of 64 keys
+#                     of a wide document, taken in turn)
 # Defaults take about 90 seconds with the build up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +35,12 @@ PIN=${PIN:-1}
 BUILD=${BUILD:-1}
 TLS=${TLS:-0}
 CONNECTION_CLOSE=${CONNECTION_CLOSE:-0}
+WORKLOAD=${WORKLOAD:-increment}
+case $WORKLOAD in
+    increment) script=Benchmarks/http/post-events.lua ;;
+    set) script=Benchmarks/http/post-set.lua ;;
+    *) echo "bench-http: WORKLOAD is increment or set, not $WORKLOAD" >&2; exit 2 ;;
+esac
 scheme=http; [ "$TLS" = 1 ] && scheme=https
 wrk_headers=(); [ "$CONNECTION_CLOSE" = 1 ] && wrk_headers=(-H 'Connection: close')
 
@@ -126,7 +135,7 @@ run_wrk() { # port duration
     local out secs
     secs=$(seconds "$2")
     out=$(timeout $((secs + 30)) "${cpu_client[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2" --latency "${wrk_headers[@]}" \
-        -s Benchmarks/http/post-events.lua "$scheme://127.0.0.1:$1/events") || true
+        -s "$script" "$scheme://127.0.0.1:$1/events") || true
     echo "$out" >>"$tmp/wrk.log"
     awk '
         /Requests\/sec:/ { rps = $2 }
@@ -139,7 +148,7 @@ run_wrk() { # port duration
     ' <<<"$out"
 }
 
-echo "bench-http: wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency ${wrk_headers[*]} -s Benchmarks/http/post-events.lua $scheme://, $RUNS runs each, alternating$([ ${#cpu_client[@]} -gt 0 ] && echo ", servers on CPU 0, wrk on CPU 1")"
+echo "bench-http: wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency ${wrk_headers[*]} -s $script $scheme://, $RUNS runs each, alternating$([ ${#cpu_client[@]} -gt 0 ] && echo ", servers on CPU 0, wrk on CPU 1")"
 if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
     read -r _ requests non2xx _ <<<"$(run_wrk "$REACTORD_PORT" "$WARMUP")"
     reactord_sent=$((reactord_sent + requests - non2xx))
@@ -174,10 +183,15 @@ printf '%-16s %12s   (runs: %s)\n' "pairwise ratio" "$pair_median" "$(tr '\n' ' 
 
 # Did reactord apply what it answered 200 to? wrk counts the responses it read; requests still in
 # flight when a run's time is up are applied but not counted, so the counter may be ahead by up to
-# CONNECTIONS per run.
+# CONNECTIONS per run. The set workload changes no counter: its check is the version.
 state=$(curl -sk -m 5 "$scheme://127.0.0.1:$REACTORD_PORT/state")
-counter=$(sed -n 's/.*"counter":\([0-9]*\).*/\1/p' <<<"$state")
 echo
-echo "reactord counter: ${counter:-?}; 200 responses wrk read (all reactord runs and the check): $reactord_sent; difference: $(( ${counter:-0} - reactord_sent ))"
+if [ "$WORKLOAD" = increment ]; then
+    counter=$(sed -n 's/.*"counter":\([0-9]*\).*/\1/p' <<<"$state")
+    echo "reactord counter: ${counter:-?}; 200 responses wrk read (all reactord runs and the check): $reactord_sent; difference: $(( ${counter:-0} - reactord_sent ))"
+else
+    version=$(curl -sk -m 5 "$scheme://127.0.0.1:$REACTORD_PORT/readyz" | sed -n 's/.*"version":\([0-9]*\).*/\1/p')
+    echo "reactord version: ${version:-?}; 200 responses wrk read (all reactord runs and the check): $reactord_sent; difference: $(( ${version:-0} - reactord_sent )); players in the state: $(grep -o '"player[0-9]*":' <<<"$state" | sort -u | wc -l)"
+fi
 if grep -q . "$tmp/reactord.log"; then echo "reactord logged:"; head -20 "$tmp/reactord.log"; fi
 if [ -s "$tmp/nginx/error.log" ]; then echo "nginx error.log:"; head -20 "$tmp/nginx/error.log"; fi

@@ -7,8 +7,9 @@ import Reactor
 /// holds it.
 ///
 /// As a middleware it sees every event the core applies, by any transport, and queues its record.
-/// At the end of each loop iteration (a libuv prepare handle) it appends what was queued as one
-/// batch (group commit); while that append runs, the next batch gathers. When the log confirms a
+/// At the end of each loop iteration (a libuv prepare handle), or as soon as the append before it
+/// completes, it appends what was queued as one batch (group commit); while that append runs, the
+/// next batch gathers. When the log confirms a
 /// batch, each of its states is published in order and the acknowledgements waiting on its versions
 /// go out. When the log fails, the core goes back to the last published state, every waiting
 /// acknowledgement becomes a 503, and readiness turns false until an append succeeds again.
@@ -35,7 +36,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
 
     private struct Entry {
         let version: UInt64
-        let state: StateType
+        /// The state after the event, kept only where the changes cannot stand for it: for a state
+        /// that records none, for a shared log (which may take back and apply again), and for the last
+        /// event of a batch. A state kept for every event would give the document's root a second
+        /// owner between events, and the core would copy it for each one.
+        var state: StateType?
+        /// What the event changed (`HostedState.lastChanges`), where its state is not kept.
+        let changes: [JSONPatchOperation]?
         /// Nil when the event would not encode: its batch fails rather than leave a gap in the log.
         let record: LogRecord?
         /// Kept for a shared log only, to apply the event again after others appended first.
@@ -191,9 +198,11 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         }
         let record: LogRecord?
         let kept: (any Event)? = shared == nil ? nil : event
+        let changes = shared == nil ? state.lastChanges : nil
+        let keptState = changes == nil ? state : nil
         if let wireForm = offeredWireForm {
             offeredWireForm = nil
-            pending.append(Entry(version: version, state: state, record: LogRecord(version: version, payload: wireForm), event: kept))
+            pending.append(Entry(version: version, state: keptState, changes: changes, record: LogRecord(version: version, payload: wireForm), event: kept))
             return
         }
         do {
@@ -202,7 +211,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             logger.error("an applied event cannot be journaled", metadata: ["version": "\(version)", "error": "\(error)"])
             record = nil
         }
-        pending.append(Entry(version: version, state: state, record: record, event: kept))
+        pending.append(Entry(version: version, state: keptState, changes: changes, record: record, event: kept))
     }
 
     // MARK: Group commit
@@ -210,10 +219,19 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// Appends what the core applied since the last append, unless an append is still running.
     private func flush() {
         guard let log, !appending, !catchingUp, awaitedHead == 0, !pending.isEmpty else { return }
-        let batch = pending
+        var batch = pending
         pending.removeAll(keepingCapacity: true)
         guard batch.allSatisfy({ $0.record != nil }) else {
             return fail(EventLogError(.other, "an event could not be encoded for the journal"))
+        }
+        if batch[batch.count - 1].state == nil {
+            // The batch's last state is the core's: everything the core applies comes through
+            // `process`, and this runs between events. Taking it here copies the root once per batch.
+            let (version, state) = core.snapshot()
+            guard version == batch[batch.count - 1].version else {
+                return fail(EventLogError(.other, "the core is at version \(version), the journal's batch ends at \(batch[batch.count - 1].version)"))
+            }
+            batch[batch.count - 1].state = state
         }
         appending = true
         let records = batch.map { $0.record! }
@@ -230,10 +248,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                 fail(error)
             }
             reconcile()
-            if whenIdle != nil {
-                flush()
-                signalIdleIfDrained()
-            }
+            // What gathered while this append ran goes now, not at the end of the loop iteration:
+            // the disk is idle until it does.
+            flush()
+            signalIdleIfDrained()
         }
     }
 
@@ -242,7 +260,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             logger.notice("the journal accepts events again", metadata: ["after": "\(failure)"])
             self.failure = nil
         }
-        for entry in batch { publish(entry.state, entry.version) }
+        publish(batch)
         if shared != nil, let first = batch.first, let last = batch.last {
             // One node writes each snapshot of a shared log: the one whose append crossed a
             // multiple of the snapshot interval.
@@ -254,6 +272,21 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         if eventsSinceSnapshot >= options.snapshotEvents || bytesSinceSnapshot >= options.snapshotBytes {
             saveSnapshot()
         }
+    }
+
+    /// Publishes a batch the log holds: subscribers get every version in order, then the published
+    /// state moves to the batch's last and the acknowledgements go out. The published state moves
+    /// only at the end: the hub derives the JSON of a version known by its changes alone from it.
+    private func publish(_ batch: [Entry]) {
+        for entry in batch.dropLast() {
+            if let state = entry.state {
+                hub.update(with: state, version: entry.version)
+            } else {
+                hub.update(changes: entry.changes ?? [], version: entry.version)
+            }
+        }
+        let last = batch[batch.count - 1]
+        publish(last.state!, last.version)
     }
 
     private func publish(_ state: StateType, _ version: UInt64) {

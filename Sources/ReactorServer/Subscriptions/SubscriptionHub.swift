@@ -97,8 +97,37 @@ final class SubscriptionHub<StateType: HostedState> {
         // A diff, or with nothing to diff against, the whole state, when the state keeps no record.
         let operations = recorded ?? kept.map { JSONPatch.diff(from: $0, to: json!) } ?? [.replace(path: .root, value: json!)]
         let previous = kept
-        version = newVersion
         kept = recorded == nil || subtreeGroups > 0 ? json : nil
+        send(operations, previous: previous, current: json, version: newVersion)
+    }
+
+    /// A transition known by its operations alone, which take the state at `version` to the one at
+    /// `newVersion`: what a journal's pipeline hands over for the events of a group but its last, so
+    /// that it keeps no state per event (see `CommitPipeline.Entry`). The JSON, where a selection
+    /// needs it, is the previous one with the operations applied, and is kept for the next
+    /// transition. Until the group's last state comes (`update(with:version:)`), `published` must
+    /// still give the state at the version before the group.
+    func update(changes operations: [JSONPatchOperation], version newVersion: UInt64) {
+        precondition(hasState && newVersion == version + 1, "changes come in order, after a state")
+        var json: JSON?
+        if subtreeGroups > 0 || stateGroups > 0 {
+            var next = current
+            do {
+                try JSONPatch.apply(operations, to: &next)
+            } catch {
+                // They are exact by construction: this is a bug. The group's last state sets it right.
+                logger.error("recorded changes do not apply to the state before them", metadata: ["version": "\(newVersion)", "error": "\(error)"])
+            }
+            json = next
+        }
+        let previous = kept
+        kept = json
+        send(operations, previous: previous, current: json, version: newVersion)
+    }
+
+    /// Sends the transition to `newVersion` to every selection it changes, and keeps it in the window.
+    private func send(_ operations: [JSONPatchOperation], previous: JSON?, current json: JSON?, version newVersion: UInt64) {
+        version = newVersion
         if !snapshots.isEmpty { snapshots.removeAll(keepingCapacity: true) }
         // Iterating even an empty dictionary retains and releases its storage, on every event.
         if !groups.isEmpty {

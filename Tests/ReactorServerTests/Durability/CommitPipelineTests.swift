@@ -29,13 +29,15 @@ final class CommitPipelineTests: XCTestCase {
     final class Harness: @unchecked Sendable {  // @unchecked: used on the loop thread only (see onLoop)
         let core: Core<JSONDocument>
         let pipeline: CommitPipeline<JSONDocument>
+        let hub: SubscriptionHub<JSONDocument>
         let log: FileEventLog
         /// What a whole-state subscriber of the pipeline's hub got: its snapshot, then every state.
         var received: [SubscriberMessage] = []
 
-        init(core: Core<JSONDocument>, pipeline: CommitPipeline<JSONDocument>, log: FileEventLog) {
+        init(core: Core<JSONDocument>, pipeline: CommitPipeline<JSONDocument>, hub: SubscriptionHub<JSONDocument>, log: FileEventLog) {
             self.core = core
             self.pipeline = pipeline
+            self.hub = hub
             self.log = log
         }
 
@@ -44,6 +46,17 @@ final class CommitPipelineTests: XCTestCase {
             received.map { message in
                 (message.version, try! JSON(parsing: message.json)[try! JSONPointer("/state/n")])
             }
+        }
+    }
+
+    /// A subscriber that keeps what it gets. @unchecked Sendable: used on the loop thread only.
+    final class Recorder: SubscriptionSink, @unchecked Sendable {
+        var messages: [SubscriberMessage] = []
+        func deliver(_ message: SubscriberMessage) { messages.append(message) }
+
+        /// Each message as (version, type, its JSON).
+        var decoded: [(version: UInt64, kind: String, json: JSON)] {
+            messages.map { ($0.version, $0.kind, try! JSON(parsing: $0.json)) }
         }
     }
 
@@ -80,7 +93,7 @@ final class CommitPipelineTests: XCTestCase {
                                               options: .init(snapshotEvents: snapshotEvents), logger: logger)
                 publisher = pipeline
                 core.add(middleware: pipeline)
-                let harness = Harness(core: core, pipeline: pipeline, log: log)
+                let harness = Harness(core: core, pipeline: pipeline, hub: hub, log: log)
                 let subscriber = Subscriber(harness)
                 harness.received = hub.subscribe(subscriber, to: SubscriptionSelection(path: .root, mode: .state), since: nil)
                 return harness
@@ -253,6 +266,61 @@ final class CommitPipelineTests: XCTestCase {
         for (payload, event) in zip(payloads, [offers[0].event, offers[1].event, offers[3].event, offers[0].event]) {
             XCTAssertEqual(try JSONDocument.eventRegistry.decode(JSON(parsing: payload)) as? DocumentEvent, event, payload)
         }
+        close(harness)
+    }
+
+    /// The pipeline keeps the state of a batch's last event only (a state kept for each would make
+    /// the core copy the document's root for each): subscribers of patches, of a sub-tree's patches
+    /// and of a sub-tree's states still get every version they should, each with its own change.
+    func testEveryVersionOfABatchReachesEverySelection() throws {
+        let harness = try open()
+        XCTAssertEqual(fire(harness), [.version(1)])
+        let a = try JSONPointer("/a")
+        let selections = [SubscriptionSelection(path: .root, mode: .patch), SubscriptionSelection(path: a, mode: .patch),
+                          SubscriptionSelection(path: a, mode: .state)]
+        let recorders: [Recorder] = onLoop { finish in
+            finish(selections.map { selection in
+                let recorder = Recorder()
+                recorder.messages = harness.hub.subscribe(recorder, to: selection, since: nil)
+                return recorder
+            })
+        }
+        let events: [DocumentEvent] = [
+            .set(path: try JSONPointer("/a"), value: ["x": 1]),
+            .increment(path: try JSONPointer("/n")),
+            .set(path: try JSONPointer("/a/y"), value: "y"),
+            .set(path: try JSONPointer("/b"), value: true),
+            .remove(path: try JSONPointer("/a/x")),
+        ]
+        // Fired in one loop iteration: one batch of versions 2 to 6.
+        let last: UInt64 = onLoop { finish in
+            for (index, event) in events.enumerated() {
+                harness.core.fire(event: event, origin: nil) { result in
+                    guard case .success(let version) = result else { return XCTFail("\(event) applies") }
+                    if index == events.count - 1 { harness.pipeline.whenPublished(version) { _ in finish(version) } }
+                }
+            }
+        }
+        XCTAssertEqual(last, 6)
+        let final = published(harness)
+        XCTAssertEqual(final.version, 6)
+
+        let (root, subtree, subtreeStates) = (recorders[0].decoded, recorders[1].decoded, recorders[2].decoded)
+        XCTAssertEqual(root.map(\.version), [1, 2, 3, 4, 5, 6], "every version, in order")
+        var document = root[0].json["state"]!
+        for message in root.dropFirst() {
+            XCTAssertEqual(message.kind, "patch")
+            try JSONPatch.apply(JSONPatch.operations(from: message.json["ops"]!), to: &document)
+        }
+        let expected: JSON = ["n": 2, "a": ["y": "y"], "b": true]
+        XCTAssertEqual(document, expected, "the patches take the snapshot to the published state")
+        XCTAssertEqual(subtree.map(\.version), [1, 2, 4, 6], "the versions that changed /a")
+        var part = subtree[0].json["state"]!
+        for message in subtree.dropFirst() { try JSONPatch.apply(JSONPatch.operations(from: message.json["ops"]!), to: &part) }
+        XCTAssertEqual(part, ["y": "y"])
+        XCTAssertEqual(subtreeStates.map(\.version), [1, 2, 4, 6])
+        XCTAssertEqual(subtreeStates.map { $0.json["state"]! }, [.null, ["x": 1], ["x": 1, "y": "y"], ["y": "y"]])
+        XCTAssertEqual(harness.observed.map(\.version), [0, 1, 2, 3, 4, 5, 6], "the whole-state subscriber too")
         close(harness)
     }
 }
