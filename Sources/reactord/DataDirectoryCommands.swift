@@ -15,7 +15,7 @@ struct Check: ParsableCommand {
     func run() throws {
         let report: JournalRecovery.Report
         do {
-            report = try Storage.check(DataDirectory(path: dataDir), as: JSONDocument.self)
+            report = try DataDirectoryOperations.check(DataDirectory(path: dataDir), as: JSONDocument.self)
         } catch {
             let verdict = switch error.kind {
             case .damaged: "is damaged"
@@ -41,7 +41,7 @@ struct Compact: ParsableCommand {
 
     func run() throws {
         do {
-            let version = try Storage.compact(DataDirectory(path: dataDir), as: JSONDocument.self)
+            let version = try DataDirectoryOperations.compact(DataDirectory(path: dataDir), as: JSONDocument.self)
             print("compacted: snapshot at version \(version)")
         } catch {
             throw CommandFailure("cannot compact \(dataDir): \(error)")
@@ -105,7 +105,7 @@ struct Export: ParsableCommand {
         var buffer: [UInt8] = []
         var writeError: (any Error)?
         do {
-            let report = try Storage.export(DataDirectory(path: dataDir)) { line in
+            let report = try DataDirectoryOperations.export(DataDirectory(path: dataDir)) { line in
                 buffer.append(contentsOf: line)
                 if buffer.count >= 1 << 16 && writeError == nil {
                     do { try handle.write(contentsOf: buffer) } catch { writeError = error }
@@ -148,7 +148,7 @@ struct Import: ParsableCommand {
         let bytes = [UInt8](data)
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { Array($0) }
         do {
-            let version = try Storage.importLines(lines, into: DataDirectory(path: dataDir), as: JSONDocument.self)
+            let version = try DataDirectoryOperations.importLines(lines, into: DataDirectory(path: dataDir), as: JSONDocument.self)
             print("imported: last version \(version)")
         } catch {
             throw CommandFailure("cannot import \(file): \(error)")

@@ -29,13 +29,13 @@ public enum DocumentDepthRepair {
     }
 
     private static func repairOnThisThread(_ directory: DataDirectory) throws(EventLogError) -> Report {
-        try Storage.requireExisting(directory)
+        try DataDirectoryOperations.requireExisting(directory)
         let lock = try directory.lock()
         defer { close(lock) }
         var document = JSONDocument()
         // Deeper than any reactord wrote (it crashed past some 14,000 levels), and within the stack.
         let unbounded = JSONParser(maxDepth: 1_000_000)
-        let report = try Storage.read(directory, repair: true, restore: { snapshot in
+        let report = try DataDirectoryOperations.read(directory, repair: true, restore: { snapshot in
             document = JSONDocument(root: try unbounded.parse(snapshot.payload))
         }, replay: { record in
             let event = try JSONDocument.event(in: record)

@@ -8,11 +8,11 @@ import Logging
 public struct JSONDocument: HostedState, Equatable {
     /// The whole document; `{}` for a new one. Setting or editing it forgets `lastChanges`.
     public var root: JSON {
-        _read { yield storage.root }
+        _read { yield contents.root }
         _modify {
-            makeStorageUnique()
-            storage.lastChanges = nil
-            yield &storage.root
+            makeContentsUnique()
+            contents.lastChanges = nil
+            yield &contents.root
         }
     }
 
@@ -20,16 +20,16 @@ public struct JSONDocument: HostedState, Equatable {
     /// changed any other way, or not changed yet. A rejected event leaves them, like the document,
     /// as they were. Not part of the document: equal documents may have got where they are by
     /// different events.
-    public var lastChanges: [JSONPatchOperation]? { storage.lastChanges }
+    public var lastChanges: [JSONPatchOperation]? { contents.lastChanges }
 
     /// The root and the last changes, behind one reference (copied on write): the core copies its
     /// state for every event it publishes, and a copy of this costs one retain and release, where
     /// the root's containers and the changes would cost four.
-    private var storage: Storage
+    private var contents: Contents
 
     /// @unchecked Sendable: changed only through a document that holds the one reference to it
     /// (copy on write), so no two owners ever see it change.
-    private final class Storage: @unchecked Sendable {
+    private final class Contents: @unchecked Sendable {
         // @exclusivity(unchecked): reached only through the document's accessors, whose own
         // (static) exclusivity rules cover it; a dynamic check would run on every event.
         @exclusivity(unchecked) var root: JSON
@@ -42,39 +42,39 @@ public struct JSONDocument: HostedState, Equatable {
     }
 
     public init(root: JSON = [:]) {
-        storage = Storage(root: root, lastChanges: nil)
+        contents = Contents(root: root, lastChanges: nil)
     }
 
     public init(json: JSON) {
         self.init(root: json)
     }
 
-    private mutating func makeStorageUnique() {
-        if !isKnownUniquelyReferenced(&storage) { copyStorage() }
+    private mutating func makeContentsUnique() {
+        if !isKnownUniquelyReferenced(&contents) { copyContents() }
     }
 
-    /// Out of line: where the replaced storage's release is in view, the compiler copies the event
+    /// Out of line: where the replaced contents' release is in view, the compiler copies the event
     /// being applied (a retain and a release of its path) to keep it safe across it.
     @inline(never)
-    private mutating func copyStorage() {
-        storage = Storage(root: storage.root, lastChanges: storage.lastChanges)
+    private mutating func copyContents() {
+        contents = Contents(root: contents.root, lastChanges: contents.lastChanges)
     }
 
     /// The document, for the edits of an event: unlike `root`, editing it keeps `lastChanges` (the
     /// event sets them once it is applied, and a rejected one leaves them as they were).
     var content: JSON {
-        _read { yield storage.root }
+        _read { yield contents.root }
         _modify {
-            makeStorageUnique()
-            yield &storage.root
+            makeContentsUnique()
+            yield &contents.root
         }
     }
 
     public static func == (lhs: JSONDocument, rhs: JSONDocument) -> Bool {
-        lhs.storage === rhs.storage || lhs.root == rhs.root
+        lhs.contents === rhs.contents || lhs.root == rhs.root
     }
 
-    /// The document itself: the server serializes it as is, sharing its storage.
+    /// The document itself: the server serializes it as is, sharing its contents.
     public func jsonValue() -> JSON {
         root
     }
@@ -103,7 +103,7 @@ public struct JSONDocument: HostedState, Equatable {
     public mutating func apply(_ event: DocumentEvent) throws(EventRejection) {
         try event.checkDepth()
         let changes = try applyRecordingChanges(event)
-        storage.lastChanges = changes
+        contents.lastChanges = changes
     }
 }
 
@@ -142,8 +142,8 @@ extension StateServer where StateType == JSONDocument {
         StateServer(loop: loop, state: state, version: version, configuration: configuration, log: log, storage: storage, files: files, tls: tls, logger: logger)
     }
 
-    /// As `Storage.open`, specialised here for the same reason.
+    /// As `DataDirectoryOperations.open`, specialised here for the same reason.
     public static func openStorage(_ directory: DataDirectory, initialState: JSONDocument, loop: EventLoop, options: FileEventLog.Options, logger: Logger) throws(EventLogError) -> (log: FileEventLog, state: JSONDocument, version: UInt64) {
-        try Storage.open(directory, initialState: initialState, loop: loop, options: options, logger: logger)
+        try DataDirectoryOperations.open(directory, initialState: initialState, loop: loop, options: options, logger: logger)
     }
 }

@@ -16,7 +16,7 @@ import CUV
 /// tolerates but we do not want: header names that are not tokens, a CR standing for a CRLF in the
 /// head (see `HTTPHeadFields`), and versions other than 1.0/1.1.
 public final class HTTPRequestParser {
-    public enum Event: Equatable, Sendable {
+    public enum Output: Equatable, Sendable {
         /// The head of an HTTP/1.1 request that sent `Expect: 100-continue` and announced a body.
         /// Answer `100 Continue` (or a final status) before the client sends the body; the
         /// complete request follows as `.request`.
@@ -30,7 +30,7 @@ public final class HTTPRequestParser {
         case error(HTTPParseError)
     }
 
-    public enum State: Equatable, Sendable {
+    public enum Phase: Equatable, Sendable {
         case parsing
         /// After `.upgrade`: the connection speaks another protocol now.
         case upgraded
@@ -43,7 +43,7 @@ public final class HTTPRequestParser {
     public let limits: HTTPLimits
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) public private(set) var state: State = .parsing
+    @exclusivity(unchecked) public private(set) var phase: Phase = .parsing
 
     // Heap-allocated: llhttp keeps pointers to both between calls, and a class's stored
     // properties have no stable address. (Why the callbacks' state is not in this object at
@@ -55,10 +55,10 @@ public final class HTTPRequestParser {
     // After resuming from a pause llhttp may have work left that needs no input (completing a
     // bodiless message, or noting that one ended cleanly), so it runs once more even when the
     // input is used up.
-    @exclusivity(unchecked) private var needsKick = false
+    @exclusivity(unchecked) private var hasWorkWithoutInput = false
     // What is left after a complete message (resetting for the next one) waits for the next input,
     // or for `finish()`: running llhttp once more for it alone would cost an execution per request.
-    @exclusivity(unchecked) private var kickDeferred = false
+    @exclusivity(unchecked) private var workWithoutInputDeferred = false
     @exclusivity(unchecked) private var upgradeKeepsAlive = false
 
     public init(limits: HTTPLimits = HTTPLimits()) {
@@ -87,15 +87,15 @@ public final class HTTPRequestParser {
     /// when `input` is used up without completing anything (the parser keeps the partial
     /// request). After `.error`, `.upgrade` or a request without keep-alive, the rest of `input`
     /// is consumed and nil is returned from then on.
-    public func next(from input: inout UnsafeRawBufferPointer) -> Event? {
-        guard case .parsing = state else {
+    public func next(from input: inout UnsafeRawBufferPointer) -> Output? {
+        guard case .parsing = phase else {
             input = UnsafeRawBufferPointer(rebasing: input[input.endIndex...])
             return nil
         }
-        while !input.isEmpty || needsKick {
-            needsKick = false
-            kickDeferred = false
-            let base = UnsafeRawPointer(input.baseAddress) ?? UnsafeRawPointer(kickByte)
+        while !input.isEmpty || hasWorkWithoutInput {
+            hasWorkWithoutInput = false
+            workWithoutInputDeferred = false
+            let base = UnsafeRawPointer(input.baseAddress) ?? UnsafeRawPointer(emptyInputAddress)
             assembly.pointee.pause = .none
             assembly.pointee.executionStarts(at: base)
             let code = llhttp_execute(llhttp, base.assumingMemoryBound(to: CChar.self), input.count)
@@ -116,20 +116,20 @@ public final class HTTPRequestParser {
                 if let error = assembly.pointee.finishHead(llhttp.pointee) { return fail(error, &input) }
                 llhttp_resume(llhttp)
                 // llhttp may have work left that needs no input (completing a bodiless message).
-                needsKick = true
+                hasWorkWithoutInput = true
                 if assembly.pointee.request.expectsContinue && assembly.pointee.bodyPending {
                     return .expectsContinue(assembly.pointee.request)
                 }
             case HPE_PAUSED:
                 llhttp_resume(llhttp)
-                kickDeferred = true
+                workWithoutInputDeferred = true
                 let complete = assembly.pointee.takeRequest()
                 if !complete.keepAlive { close(&input) }
                 return .request(complete)
             case HPE_PAUSED_UPGRADE:
                 let leftover = [UInt8](input)
                 input = UnsafeRawBufferPointer(rebasing: input[input.endIndex...])
-                state = .upgraded
+                phase = .upgraded
                 let complete = assembly.pointee.takeRequest()
                 upgradeKeepsAlive = complete.keepAlive
                 return .upgrade(complete, leftover: leftover)
@@ -151,18 +151,18 @@ public final class HTTPRequestParser {
     }
 
     /// Parses all of `input`, handing each event to `onEvent` as it comes.
-    public func feed(_ input: UnsafeRawBufferPointer, _ onEvent: (Event) -> Void) {
+    public func feed(_ input: UnsafeRawBufferPointer, _ onEvent: (Output) -> Void) {
         var input = input
         while let event = next(from: &input) { onEvent(event) }
     }
 
     /// The peer will send no more (EOF on the read side). Returns `.error` if a request was cut
     /// short, so the server can still answer 400 on a half-closed connection; nil otherwise.
-    public func finish() -> Event? {
-        guard case .parsing = state else { return nil }
+    public func finish() -> Output? {
+        guard case .parsing = phase else { return nil }
         var nothing = UnsafeRawBufferPointer(start: nil, count: 0)
-        if needsKick || kickDeferred {
-            needsKick = true
+        if hasWorkWithoutInput || workWithoutInputDeferred {
+            hasWorkWithoutInput = true
             if let event = next(from: &nothing) { return event }
         }
         let code = llhttp_finish(llhttp)
@@ -174,9 +174,9 @@ public final class HTTPRequestParser {
     /// Keeps speaking HTTP/1.1 after an `.upgrade` the server will not perform (e.g. an
     /// `Upgrade: h2c` it ignores, RFC 9110 §7.8). Feed the event's `leftover` next.
     public func declineUpgrade() {
-        precondition(state == .upgraded, "declineUpgrade() without a pending upgrade")
+        precondition(phase == .upgraded, "declineUpgrade() without a pending upgrade")
         llhttp_resume_after_upgrade(llhttp)
-        state = .parsing
+        phase = .parsing
         if !upgradeKeepsAlive {
             var nothing = UnsafeRawBufferPointer(start: nil, count: 0)
             close(&nothing)
@@ -187,7 +187,7 @@ public final class HTTPRequestParser {
     /// client's requests then cost no allocation for their head and body. (A buffer something else
     /// still holds is not reused: the next request gets a fresh one, as without recycling.)
     public func recycle(_ request: consuming HTTPRequest) {
-        guard case .parsing = state else { return }
+        guard case .parsing = phase else { return }
         var request = request
         assembly.pointee.recycle(&request)
     }
@@ -216,8 +216,8 @@ public final class HTTPRequestParser {
     /// complete (a body too large, say): the server logs the error answer and adds CORS headers with it.
     @exclusivity(unchecked) public private(set) var failedRequestHead: HTTPRequest?
 
-    private func fail(_ error: HTTPParseError, _ input: inout UnsafeRawBufferPointer) -> Event {
-        state = .failed(error)
+    private func fail(_ error: HTTPParseError, _ input: inout UnsafeRawBufferPointer) -> Output {
+        phase = .failed(error)
         if assembly.pointee.inBody {
             let request = assembly.pointee.request
             failedRequestHead = HTTPRequest(method: request.method, target: request.target, version: request.version, headers: request.headers)
@@ -227,7 +227,7 @@ public final class HTTPRequestParser {
     }
 
     private func close(_ input: inout UnsafeRawBufferPointer) {
-        state = .closed
+        phase = .closed
         release(&input)
     }
 
@@ -256,4 +256,4 @@ public final class HTTPRequestParser {
 
 /// A valid address for executing llhttp on no input (it never reads it then).
 /// nonisolated(unsafe): nothing ever reads or writes the byte; only its address is used.
-nonisolated(unsafe) private let kickByte = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
+nonisolated(unsafe) private let emptyInputAddress = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)

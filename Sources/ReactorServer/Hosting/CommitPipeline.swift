@@ -121,7 +121,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                 reconcile()
                 flush()
             }
-            core.add(interceptor: ConcreteInterceptor(JournalableEventInterceptor<StateType>()))
+            core.add(interceptor: SpecializedInterceptor(JournalableEventInterceptor<StateType>()))
         }
         hub.update(with: state, version: version)
         if let shared {

@@ -1,4 +1,3 @@
-import CUV
 
 /// Remembers the answers to requests that carried an `Idempotency-Key`, so that a retry within the
 /// window gets the first answer and applies nothing twice.

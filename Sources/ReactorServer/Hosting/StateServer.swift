@@ -35,8 +35,8 @@ public final class StateServer<StateType: HostedState> {
     ) {
         core = Core(state: state, version: version, middlewares: middlewares, executor: loop)
         if !configuration.tokens.isEmpty {
-            core.add(interceptor: ConcreteInterceptor(EventPermissionInterceptor<StateType>()))
-            core.add(interceptor: ConcreteInterceptor(EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics)))
+            core.add(interceptor: SpecializedInterceptor(EventPermissionInterceptor<StateType>()))
+            core.add(interceptor: SpecializedInterceptor(EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics)))
         }
         // The pipeline tells the hub of each state it publishes; the hub asks the pipeline for the
         // published state when it needs it (a new subscriber's snapshot), through a reference set
@@ -48,7 +48,7 @@ public final class StateServer<StateType: HostedState> {
                                   metrics: metrics, logger: logger)
         publisher = pipeline
         // After the operator's middleware: the pipeline publishes what they have seen.
-        core.add(middleware: ConcreteMiddleware(EventLogger<StateType>(logger: logger, metrics: metrics), then: pipeline))
+        core.add(middleware: SpecializedMiddleware(EventLogger<StateType>(logger: logger, metrics: metrics), then: pipeline))
         history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)
         service = StateService(core: core, pipeline: pipeline, history: history, loop: loop, configuration: configuration, logger: logger)
         subscriptions = SubscriptionService(core: core, pipeline: pipeline, hub: hub, loop: loop, configuration: configuration, logger: logger)
@@ -102,32 +102,5 @@ public struct StorageConfiguration: Sendable {
     public init(snapshotEvents: Int = 100_000, snapshotBytes: Int = 64 << 20) {
         self.snapshotEvents = snapshotEvents
         self.snapshotBytes = snapshotBytes
-    }
-}
-
-/// Counts each applied event by type, and logs it (type and version) at the info level.
-/// @unchecked Sendable: the core runs middleware on its executor, the loop thread, where the
-/// metrics live.
-/// A class: a struct holding a logger (an existential handler and its metadata) would be several
-/// references to retain wherever it is copied, as `ConcreteMiddleware` captures it.
-final class EventLogger<StateType: HostedState>: Middleware, @unchecked Sendable {
-    private let logger: Logger
-    private let metrics: ServerMetrics
-    /// Asked once: reading a logger's level goes through its handler, for every event.
-    private let logsEvents: Bool
-
-    init(logger: Logger, metrics: ServerMetrics) {
-        self.logger = logger
-        self.metrics = metrics
-        logsEvents = logger.logLevel <= .info
-    }
-
-    func process(event: Event, state: StateType) {}
-
-    func process(event: Event, state: StateType, version: UInt64) {
-        let type = StateType.eventType(of: event) ?? "\(Swift.type(of: event))"
-        metrics.recordEvent(type: type)
-        guard logsEvents else { return }
-        logger.info("event", metadata: ["type": "\(type)", "version": "\(version)"])
     }
 }

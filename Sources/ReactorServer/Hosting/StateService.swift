@@ -1,4 +1,3 @@
-import CUV
 import Logging
 import Reactor
 
@@ -122,7 +121,7 @@ final class StateService<StateType: HostedState> {
         }
         let scopedKey = IdempotencyCache.scopedKey(key, client: context.principal?.name)
         let fingerprint = IdempotencyCache.fingerprint(of: request)
-        switch idempotency.admit(scopedKey, displayKey: key, fingerprint: fingerprint, now: uv_now(loop.loop)) {
+        switch idempotency.admit(scopedKey, displayKey: key, fingerprint: fingerprint, now: loop.now) {
         case .proceed:
             if let shared = pipeline.shared {
                 return claimAcrossCluster(shared, key: key, scopedKey: scopedKey, fingerprint: fingerprint, request: request, context: context, respond: respond)

@@ -79,6 +79,10 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         pthread_equal(owner, pthread_self()) != 0
     }
 
+    /// The loop's time in milliseconds, as of the start of this turn of the loop (for deadlines;
+    /// `MonotonicClock` measures durations).
+    var now: UInt64 { uv_now(loop) }
+
     public func enqueue(_ job: @escaping @Sendable () -> Void) {
         inbox.withLock { $0.append(job) }
         uv_async_send(wakeup)

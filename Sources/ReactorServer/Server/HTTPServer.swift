@@ -1,4 +1,4 @@
-import CUV
+import Foundation
 import Logging
 
 /// An HTTP/1.1 server on one event loop: it accepts connections, enforces the limits of its
@@ -21,7 +21,8 @@ public final class HTTPServer {
     @exclusivity(unchecked) private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
     /// Connections that speak another protocol now (WebSocket, event streams), by their TCP connection.
     @exclusivity(unchecked) private var upgraded: [ObjectIdentifier: any UpgradedConnection] = [:]
-    private let sweepTimer: UnsafeMutablePointer<uv_timer_t>
+    /// Checks the connections' deadlines a few times per the shortest of them.
+    private var sweepTimer: LoopTimer?
     private let encoder = HTTPResponseEncoder()
     @exclusivity(unchecked) private var date = HTTPDate()
     @exclusivity(unchecked) private var lastRequestID: UInt64 = 0
@@ -49,7 +50,7 @@ public final class HTTPServer {
         tlsContext = tls
         self.metrics = metrics
         metrics.routes = router.paths
-        connectionRate = configuration.maxConnectionRate.map { TokenBucket(limit: RateLimit(perSecond: $0, burst: 2 * $0), now: uv_hrtime()) }
+        connectionRate = configuration.maxConnectionRate.map { TokenBucket(limit: RateLimit(perSecond: $0, burst: 2 * $0), now: MonotonicClock.nanoseconds()) }
         self.configuration = configuration
         routes = router.table
         self.logger = logger
@@ -58,9 +59,6 @@ public final class HTTPServer {
         responder = middleware.chained { [routes] request, context, respond in
             routes.respond(to: request, context: context, respond: respond)
         }
-        sweepTimer = .allocate(capacity: 1)
-        uv_timer_init(loop.loop, sweepTimer)
-        sweepTimer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
     /// Binds and listens; throws if the address cannot be bound.
@@ -85,9 +83,9 @@ public final class HTTPServer {
         let shortest = [configuration.requestTimeout, configuration.idleTimeout, configuration.pingInterval,
                         configuration.pingTimeout, configuration.heartbeatInterval].min()!
         let period = max(10, UInt64(shortest * 1000) / 4)
-        uv_timer_start(sweepTimer, { timer in
-            Unmanaged<HTTPServer>.fromOpaque(timer!.pointee.data).takeUnretainedValue().sweep()
-        }, period, period)
+        let sweepTimer = LoopTimer(loop: loop) { [unowned self] in sweep() }
+        sweepTimer.start(after: period, repeat: period)
+        self.sweepTimer = sweepTimer
     }
 
     /// Stops accepting, closes idle connections, lets the others finish what they have started,
@@ -113,7 +111,7 @@ public final class HTTPServer {
     var isShuttingDown: Bool { onDrained != nil }
 
     /// Loop time in milliseconds.
-    var now: UInt64 { uv_now(loop.loop) }
+    var now: UInt64 { loop.now }
 
     /// Makes new TLS connections use `context`; connections already open keep the one they have.
     public func replaceTLSContext(_ context: TLSContext) {
@@ -135,7 +133,7 @@ public final class HTTPServer {
             metrics.recordRefusedConnection(reason: "max-connections")
             return refuse(tcp, Problem.tooManyConnections(limit: configuration.maxConnections))
         }
-        if connectionRate != nil, let wait = connectionRate!.take(now: uv_hrtime()) {
+        if connectionRate != nil, let wait = connectionRate!.take(now: MonotonicClock.nanoseconds()) {
             metrics.recordRefusedConnection(reason: "connection-rate")
             return refuse(tcp, Problem.rateLimited("the server accepts \(PrometheusText.format(connectionRate!.limit.perSecond)) new connections per second", retryAfter: wait))
         }
@@ -173,8 +171,7 @@ public final class HTTPServer {
     private func checkDrained() {
         if let onDrained, connections.isEmpty, upgraded.isEmpty {
             self.onDrained = nil
-            // Closed here rather than in deinit: by deinit the loop may have closed it already.
-            uv_close(UnsafeMutableRawPointer(sweepTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
+            sweepTimer = nil
             onDrained()
         }
     }
@@ -189,9 +186,9 @@ public final class HTTPServer {
         // The connection's previous context, when its request is done with it and nothing kept it.
         if isKnownUniquelyReferenced(&connection.spareContext) {
             context = connection.spareContext!
-            context.reuse(id: lastRequestID, receivedAt: uv_hrtime(), sequence: sequence, isHead: isHead, keepAliveHeader: keepAliveHeader)
+            context.reuse(id: lastRequestID, receivedAt: MonotonicClock.nanoseconds(), sequence: sequence, isHead: isHead, keepAliveHeader: keepAliveHeader)
         } else {
-            context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime(), connection: connection, sequence: sequence,
+            context = RequestContext(id: lastRequestID, receivedAt: MonotonicClock.nanoseconds(), connection: connection, sequence: sequence,
                                      isHead: isHead, keepAliveHeader: keepAliveHeader)
             connection.spareContext = context
         }
@@ -204,7 +201,7 @@ public final class HTTPServer {
     /// `head` is the request's head when it was read whole.
     func handleFailure(_ problem: Problem, head: HTTPRequest?, from connection: HTTPServerConnection, sequence: UInt64) {
         lastRequestID += 1
-        let context = RequestContext(id: lastRequestID, receivedAt: uv_hrtime(), connection: connection, sequence: sequence,
+        let context = RequestContext(id: lastRequestID, receivedAt: MonotonicClock.nanoseconds(), connection: connection, sequence: sequence,
                                      isHead: false, keepAliveHeader: false)
         context.endpoint = Endpoint(respond: Router.answer(problem))
         responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context) { response in context.connection.complete(context, response) }
@@ -216,7 +213,7 @@ public final class HTTPServer {
     /// Counts an answer for `/metrics`, by route, status and duration.
     func record(_ response: HTTPResponse, to context: RequestContext) {
         metrics.recordRequest(routeIndex: context.routeIndex, status: response.status.code,
-                              seconds: Double(uv_hrtime() - context.receivedAt) / 1e9)
+                              seconds: Double(MonotonicClock.nanoseconds() - context.receivedAt) / 1e9)
     }
 
     func write(_ response: HTTPResponse, isHead: Bool, closing: Bool, keepAliveHeader: Bool, to tcp: TCPConnection) {

@@ -1,4 +1,3 @@
-import CUV
 
 /// One client connection: turns its bytes into requests, passes them to the server in order, and
 /// writes the responses in the order of the requests, however late each is ready (pipelining).

@@ -1,4 +1,3 @@
-import CUV
 import Logging
 
 /// Logs one structured line per request (method, path, status, bytes, microseconds, request id, and
@@ -21,7 +20,7 @@ struct RequestLogger: HTTPMiddleware {
         // Not logging: nothing to wrap, so no closure to allocate.
         guard logsRequests else { return next(request, context, respond) }
         next(request, context) { [logger] response in
-            let nanoseconds = uv_hrtime() - context.receivedAt
+            let nanoseconds = MonotonicClock.nanoseconds() - context.receivedAt
             // Building the metadata costs more than the rest of a small request: only when read.
             logger.info("request", metadata: [
                 "method": "\(request.method.name)",

@@ -52,8 +52,8 @@ final class SubscriptionService<StateType: HostedState> {
         WebSocketLimits(maxFramePayload: configuration.maxMessageBytes, maxMessageSize: configuration.maxMessageBytes)
     }
 
-    private var timing: WebSocketConnection.Timing {
-        WebSocketConnection.Timing(pingAfter: UInt64(configuration.pingInterval * 1000), pongWithin: UInt64(configuration.pingTimeout * 1000))
+    private var timing: WebSocketServerConnection.Timing {
+        WebSocketServerConnection.Timing(pingAfter: UInt64(configuration.pingInterval * 1000), pongWithin: UInt64(configuration.pingTimeout * 1000))
     }
 
     private func subscribe(_ request: HTTPRequest, context: RequestContext) -> HTTPResponse {
@@ -66,7 +66,7 @@ final class SubscriptionService<StateType: HostedState> {
         let principal = context.principal
         let mayFire = configuration.tokens.isEmpty || principal?.token.allows(.fire) == true
         return handshake(request, subprotocols: [Self.subprotocol], selection: selection) { [unowned self] tcp, leftover, deflate in
-            let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
+            let connection = WebSocketServerConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
             let subscriber = WebSocketSubscriber(connection: connection, hub: hub, core: core, pipeline: pipeline, loop: loop, selection: selection,
                                                  principal: principal, mayFire: mayFire, configuration: configuration, logger: logger)
             subscriber.start(since: since, leftover: leftover)
@@ -76,7 +76,7 @@ final class SubscriptionService<StateType: HostedState> {
 
     private func echo(_ request: HTTPRequest) -> HTTPResponse {
         handshake(request, subprotocols: [], selection: nil) { [unowned self] tcp, leftover, deflate in
-            let connection = WebSocketConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
+            let connection = WebSocketServerConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
             connection.handler = WebSocketEcho()
             connection.start(leftover: leftover)
             return connection
@@ -87,7 +87,7 @@ final class SubscriptionService<StateType: HostedState> {
     /// shared stream of `selection` when the client lets the server keep its context), or the
     /// problem with the handshake.
     private func handshake(_ request: HTTPRequest, subprotocols: [String], selection: SubscriptionSelection?,
-                           attach: @escaping (TCPConnection, [UInt8], WebSocketConnection.Deflate?) -> any UpgradedConnection) -> HTTPResponse {
+                           attach: @escaping (TCPConnection, [UInt8], WebSocketServerConnection.Deflate?) -> any UpgradedConnection) -> HTTPResponse {
         guard request.headers.contains("Upgrade") else {
             return Problem(status: .upgradeRequired, kind: "websocket-required", title: "WebSocket required",
                            detail: "\(request.path) speaks WebSocket: open it with a WebSocket client (Upgrade: websocket)",
@@ -106,11 +106,11 @@ final class SubscriptionService<StateType: HostedState> {
         case .success(let acceptance):
             var headers: [(name: String, value: String)] = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", acceptance.acceptKey)]
             if let subprotocol = acceptance.subprotocol { headers.append(("Sec-WebSocket-Protocol", subprotocol)) }
-            var deflate: WebSocketConnection.Deflate?
+            var deflate: WebSocketServerConnection.Deflate?
             let offers = request.headers.values(for: "Sec-WebSocket-Extensions")
             if configuration.webSocketCompression, !offers.isEmpty, let negotiated = PerMessageDeflate.negotiate(offers: offers.joined(separator: ", ")) {
                 let shared = negotiated.serverNoContextTakeover || negotiated.serverMaxWindowBits < 15 ? nil : selection.flatMap(sharedStream(for:))
-                deflate = WebSocketConnection.Deflate(negotiated: negotiated, compressor: compressor, minimumBytes: configuration.compressionMinBytes,
+                deflate = WebSocketServerConnection.Deflate(negotiated: negotiated, compressor: compressor, minimumBytes: configuration.compressionMinBytes,
                                                       shared: shared)
                 headers.append(("Sec-WebSocket-Extensions", negotiated.responseHeaderValue))
             }

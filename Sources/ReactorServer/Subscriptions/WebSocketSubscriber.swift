@@ -4,7 +4,7 @@ import Reactor
 /// A client subscribed over WebSocket: gets its selection's messages, may fire events over the
 /// same socket, and is held to the slow-consumer policy.
 final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler, SubscriptionSink {
-    private let connection: WebSocketConnection
+    private let connection: WebSocketServerConnection
     private let hub: SubscriptionHub<StateType>
     private let core: Core<StateType>
     private let pipeline: CommitPipeline<StateType>
@@ -17,7 +17,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     private var isLagging = false
     private let loop: EventLoop
 
-    init(connection: WebSocketConnection, hub: SubscriptionHub<StateType>, core: Core<StateType>, pipeline: CommitPipeline<StateType>, loop: EventLoop,
+    init(connection: WebSocketServerConnection, hub: SubscriptionHub<StateType>, core: Core<StateType>, pipeline: CommitPipeline<StateType>, loop: EventLoop,
          selection: SubscriptionSelection, principal: Principal?, mayFire: Bool, configuration: ServerConfiguration, logger: Logger) {
         self.connection = connection
         self.hub = hub
@@ -50,7 +50,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
         send(frame)
     }
 
-    private func send(_ frame: WebSocketConnection.PreparedFrame) {
+    private func send(_ frame: WebSocketServerConnection.PreparedFrame) {
         hub.counters.pushed(frame.bytes.count)
         connection.send(frame)
     }
@@ -69,17 +69,17 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
 
     // MARK: WebSocketMessageHandler
 
-    func webSocketDidDrain(_ connection: WebSocketConnection) {
+    func webSocketDidDrain(_ connection: WebSocketServerConnection) {
         guard isLagging else { return }
         isLagging = false
         send(connection.frame(for: hub.snapshot(for: selection), live: false))
     }
 
-    func webSocketDidClose(_ connection: WebSocketConnection) {
+    func webSocketDidClose(_ connection: WebSocketServerConnection) {
         hub.unsubscribe(self, from: selection)
     }
 
-    func webSocket(_ connection: WebSocketConnection, received opcode: WebSocketOpcode, payload: [UInt8]) {
+    func webSocket(_ connection: WebSocketServerConnection, received opcode: WebSocketOpcode, payload: [UInt8]) {
         guard opcode == .text else {
             return connection.close(.unsupportedData, reason: "this endpoint speaks JSON text messages")
         }

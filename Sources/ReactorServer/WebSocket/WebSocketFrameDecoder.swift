@@ -15,7 +15,7 @@
 /// data message once permessage-deflate is negotiated (`acceptsCompressedMessages`, RFC 7692 §6).
 /// After a `.close` event it ignores further input (§5.5.1: nothing follows a close frame).
 public struct WebSocketFrameDecoder: Sendable {
-    public enum Event: Hashable, Sendable {
+    public enum Output: Hashable, Sendable {
         /// A complete data message, reassembled from its fragments. `opcode` is `.text` (payload
         /// is valid UTF-8) or `.binary`.
         case message(opcode: WebSocketOpcode, payload: [UInt8])
@@ -33,7 +33,7 @@ public struct WebSocketFrameDecoder: Sendable {
         case protocolError(WebSocketCloseCode, reason: String)
     }
 
-    public enum State: Hashable, Sendable {
+    public enum Phase: Hashable, Sendable {
         case open
         /// A close frame was received; further input is ignored.
         case closeReceived
@@ -53,7 +53,7 @@ public struct WebSocketFrameDecoder: Sendable {
     }
 
     public let limits: WebSocketLimits
-    public private(set) var state: State = .open
+    public private(set) var phase: Phase = .open
     /// Whether the peer may set RSV1 on a message's first frame: permessage-deflate was negotiated.
     public var acceptsCompressedMessages = false
 
@@ -81,10 +81,10 @@ public struct WebSocketFrameDecoder: Sendable {
     var bufferedCapacity: Int { message.capacity + control.capacity }
 
     /// Consumes `input` up to and including the next event and returns it, or consumes all of
-    /// `input` and returns nil when it ends before one. Once the state is no longer `.open`,
+    /// `input` and returns nil when it ends before one. Once the phase is no longer `.open`,
     /// consumes everything and returns nil.
-    public mutating func next(from input: inout UnsafeRawBufferPointer) -> Event? {
-        guard state == .open else {
+    public mutating func next(from input: inout UnsafeRawBufferPointer) -> Output? {
+        guard phase == .open else {
             input = UnsafeRawBufferPointer(rebasing: input[input.endIndex...])
             return nil
         }
@@ -111,20 +111,20 @@ public struct WebSocketFrameDecoder: Sendable {
 
     /// All events in `input`, in order; the last one is `.close` or `.protocolError` if the
     /// input brings the connection to an end.
-    public mutating func feed(_ input: UnsafeRawBufferPointer) -> [Event] {
+    public mutating func feed(_ input: UnsafeRawBufferPointer) -> [Output] {
         var input = input
-        var events: [Event] = []
+        var events: [Output] = []
         while let event = next(from: &input) { events.append(event) }
         return events
     }
 
-    public mutating func feed(_ input: [UInt8]) -> [Event] {
+    public mutating func feed(_ input: [UInt8]) -> [Output] {
         input.withUnsafeBytes { feed($0) }
     }
 
     // MARK: - Header
 
-    private mutating func consumeHeaderByte(_ byte: UInt8) -> Event? {
+    private mutating func consumeHeaderByte(_ byte: UInt8) -> Output? {
         switch step {
         case .firstByte:
             return startFrame(byte)
@@ -173,7 +173,7 @@ public struct WebSocketFrameDecoder: Sendable {
         return nil
     }
 
-    private mutating func startFrame(_ byte: UInt8) -> Event? {
+    private mutating func startFrame(_ byte: UInt8) -> Output? {
         fin = byte & 0x80 != 0
         maskingKey = 0
         guard let opcode = WebSocketOpcode(rawValue: byte & 0x0F) else {
@@ -208,7 +208,7 @@ public struct WebSocketFrameDecoder: Sendable {
     }
 
     // Runs once the payload length is known, before any payload byte is buffered.
-    private mutating func checkLength() -> Event? {
+    private mutating func checkLength() -> Output? {
         if opcode.isControl {
             guard announcedLength <= 125 else {
                 return fail(.protocolError, "\(opcode) frame payload longer than 125 bytes")
@@ -226,7 +226,7 @@ public struct WebSocketFrameDecoder: Sendable {
 
     // MARK: - Payload
 
-    private mutating func consumePayload(_ chunk: UnsafeRawBufferPointer) -> Event? {
+    private mutating func consumePayload(_ chunk: UnsafeRawBufferPointer) -> Output? {
         let key = maskingKey
         let phase = maskPhase
         maskPhase = (maskPhase + chunk.count) & 3
@@ -254,7 +254,7 @@ public struct WebSocketFrameDecoder: Sendable {
         }
     }
 
-    private mutating func finishFrame() -> Event? {
+    private mutating func finishFrame() -> Output? {
         switch opcode {
         case .ping:
             defer { control = [] }
@@ -281,10 +281,10 @@ public struct WebSocketFrameDecoder: Sendable {
     }
 
     // §5.5.1 and §7.4: an optional 2-byte code, then an optional UTF-8 reason.
-    private mutating func receiveClose(_ payload: [UInt8]) -> Event {
+    private mutating func receiveClose(_ payload: [UInt8]) -> Output {
         switch payload.count {
         case 0:
-            state = .closeReceived
+            phase = .closeReceived
             return .close(code: nil, reason: "")
         case 1:
             return fail(.protocolError, "close frame payload of one byte")
@@ -295,13 +295,13 @@ public struct WebSocketFrameDecoder: Sendable {
             guard reason.withUnsafeBytes({ WebSocketUTF8Validator.isValid($0) }) else {
                 return fail(.invalidPayload, "close reason is not valid UTF-8")
             }
-            state = .closeReceived
+            phase = .closeReceived
             return .close(code: code, reason: String(decoding: reason, as: UTF8.self))
         }
     }
 
-    private mutating func fail(_ code: WebSocketCloseCode, _ reason: String) -> Event {
-        state = .failed(code)
+    private mutating func fail(_ code: WebSocketCloseCode, _ reason: String) -> Output {
+        phase = .failed(code)
         message = []
         control = []
         messageOpcode = nil

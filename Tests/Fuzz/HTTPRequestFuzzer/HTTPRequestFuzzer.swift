@@ -13,9 +13,9 @@ func check(_ bytes: UnsafeRawBufferPointer) {
     }
 }
 
-private func events(feeding pieces: [UnsafeRawBufferPointer]) -> [HTTPRequestParser.Event] {
+private func events(feeding pieces: [UnsafeRawBufferPointer]) -> [HTTPRequestParser.Output] {
     let parser = HTTPRequestParser(limits: HTTPLimits(maxHeaderBytes: 4096, maxBodyBytes: 8192, maxHeaderCount: 32))
-    var events: [HTTPRequestParser.Event] = []
+    var events: [HTTPRequestParser.Output] = []
     func drain(_ bytes: UnsafeRawBufferPointer) {
         var input = bytes
         while let event = parser.next(from: &input) {

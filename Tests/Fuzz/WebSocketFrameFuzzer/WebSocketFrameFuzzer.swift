@@ -10,7 +10,7 @@ func check(_ bytes: UnsafeRawBufferPointer) {
     let wholeEvents = whole.feed(bytes)
     var bytewise = WebSocketFrameDecoder(limits: limits)
     bytewise.acceptsCompressedMessages = whole.acceptsCompressedMessages
-    var bytewiseEvents: [WebSocketFrameDecoder.Event] = []
+    var bytewiseEvents: [WebSocketFrameDecoder.Output] = []
     for index in bytes.indices {
         bytewiseEvents += bytewise.feed(UnsafeRawBufferPointer(rebasing: bytes[index..<(index + 1)]))
     }

@@ -159,7 +159,7 @@ final class DocumentDepthRepairTests: XCTestCase {
     }
 
     private func assertBeyondLimits(_ directory: DataDirectory, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertThrowsError(try Storage.check(directory, as: JSONDocument.self), file: file, line: line) { error in
+        XCTAssertThrowsError(try DataDirectoryOperations.check(directory, as: JSONDocument.self), file: file, line: line) { error in
             let error = error as? EventLogError
             XCTAssertEqual(error?.kind, .beyondLimits, file: file, line: line)
             XCTAssertTrue(error?.message.contains("reactord repair") ?? false, "\(String(describing: error))", file: file, line: line)
@@ -197,7 +197,7 @@ final class DocumentDepthRepairTests: XCTestCase {
         XCTAssertEqual(version, 2)
         XCTAssertEqual(state.root["n"], 1)
         XCTAssertEqual(state.root[report.folded[0]]?.stringValue, deepText(1_000 - JSON.maximumDepth))
-        XCTAssertNoThrow(try Storage.check(directory, as: JSONDocument.self))
+        XCTAssertNoThrow(try DataDirectoryOperations.check(directory, as: JSONDocument.self))
     }
 
     func testADirectoryWithinTheLimitIsLeftAsItIs() throws {

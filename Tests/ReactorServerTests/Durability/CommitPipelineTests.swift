@@ -84,7 +84,7 @@ final class CommitPipelineTests: XCTestCase {
             finish(Result { () throws(EventLogError) in
                 var logger = Logger(label: "test")
                 logger.logLevel = .critical
-                let (log, state, version) = try Storage.open(directory, initialState: JSONDocument(), loop: loop,
+                let (log, state, version) = try DataDirectoryOperations.open(directory, initialState: JSONDocument(), loop: loop,
                                                              options: .init(fsync: fsync, segmentBytes: segmentBytes), logger: logger)
                 let core = Core(state: state, version: version, executor: loop)
                 unowned var publisher: CommitPipeline<JSONDocument>?

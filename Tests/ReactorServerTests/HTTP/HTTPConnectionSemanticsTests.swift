@@ -30,7 +30,7 @@ final class HTTPConnectionSemanticsTests: XCTestCase, HTTPParserTesting {
 
         let parser = HTTPRequestParser()
         bytes("GET / HTTP/1.0\r\n\r\n").withUnsafeBytes { parser.feed($0) { _ in } }
-        XCTAssertEqual(parser.state, .closed)
+        XCTAssertEqual(parser.phase, .closed)
     }
 
     // MARK: Expect: 100-continue
@@ -112,7 +112,7 @@ final class HTTPConnectionSemanticsTests: XCTestCase, HTTPParserTesting {
             .withUnsafeBytes { parser.feed($0) { events.append($0) } }
         guard case .upgrade(_, let leftover)? = events.first else { return XCTFail("got \(events)") }
         XCTAssertEqual(leftover, [])
-        XCTAssertEqual(parser.state, .upgraded)
+        XCTAssertEqual(parser.phase, .upgraded)
     }
 
     func testDeclinedUpgradeContinuesAsHTTP() {
@@ -140,7 +140,7 @@ final class HTTPConnectionSemanticsTests: XCTestCase, HTTPParserTesting {
         }
         XCTAssertFalse(request.keepAlive)
         parser.declineUpgrade()
-        XCTAssertEqual(parser.state, .closed)
+        XCTAssertEqual(parser.phase, .closed)
         events = []
         leftover.withUnsafeBytes { parser.feed($0) { events.append($0) } }
         XCTAssertEqual(events, [])

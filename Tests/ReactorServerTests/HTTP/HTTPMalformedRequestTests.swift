@@ -102,7 +102,7 @@ final class HTTPMalformedRequestTests: XCTestCase, HTTPParserTesting {
         bytes("GET / HTTP/1.1\r\nX: \u{1}\r\n\r\n").withUnsafeBytes { parser.feed($0) { events.append($0) } }
         bytes("GET / HTTP/1.1\r\n\r\n").withUnsafeBytes { parser.feed($0) { events.append($0) } }
         XCTAssertEqual(events.count, 1)
-        guard case .error = events[0], case .failed = parser.state else { return XCTFail("got \(events), \(parser.state)") }
+        guard case .error = events[0], case .failed = parser.phase else { return XCTFail("got \(events), \(parser.phase)") }
         XCTAssertNil(parser.finish())
     }
 
@@ -118,7 +118,7 @@ final class HTTPMalformedRequestTests: XCTestCase, HTTPParserTesting {
         XCTAssertEqual(events.count, 1)
         let parser = HTTPRequestParser()
         XCTAssertNil(parser.finish())
-        XCTAssertEqual(parser.state, .closed)
+        XCTAssertEqual(parser.phase, .closed)
     }
 
     func testEOFRightAfterTakingARequestIsClean() {
@@ -129,6 +129,6 @@ final class HTTPMalformedRequestTests: XCTestCase, HTTPParserTesting {
             guard case .request? = parser.next(from: &input) else { return XCTFail("no request") }
         }
         XCTAssertNil(parser.finish())
-        XCTAssertEqual(parser.state, .closed)
+        XCTAssertEqual(parser.phase, .closed)
     }
 }

@@ -14,7 +14,7 @@ enum HTTPParserTestSupport {
 }
 
 extension HTTPParserTesting {
-    typealias Event = HTTPRequestParser.Event
+    typealias Event = HTTPRequestParser.Output
     typealias SeededRandom = HTTPParserTestSupport.SeededRandom
 
     /// Feeds `input` to a fresh parser in pieces of the given sizes, the way reads would deliver

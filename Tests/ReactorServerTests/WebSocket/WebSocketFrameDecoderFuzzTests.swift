@@ -111,16 +111,16 @@ final class WebSocketFrameDecoderFuzzTests: XCTestCase, WebSocketTesting {
                 outcome.closes += 1
                 XCTAssertTrue(isLast, "nothing after close: \(label)")
                 XCTAssertTrue(code?.isValidOnWire ?? reason.isEmpty, label)
-                XCTAssertEqual(decoder.state, .closeReceived, label)
+                XCTAssertEqual(decoder.phase, .closeReceived, label)
             case .protocolError(let code, _):
                 outcome.errors[code, default: 0] += 1
                 XCTAssertTrue(isLast, "nothing after an error: \(label)")
                 XCTAssertTrue([.protocolError, .invalidPayload, .messageTooBig].contains(code), "\(code): \(label)")
-                XCTAssertEqual(decoder.state, .failed(code), label)
+                XCTAssertEqual(decoder.phase, .failed(code), label)
             }
         }
         if whole.isEmpty || !(whole.last.map(isTerminal) ?? false) {
-            XCTAssertEqual(decoder.state, .open, label)
+            XCTAssertEqual(decoder.phase, .open, label)
         }
     }
 

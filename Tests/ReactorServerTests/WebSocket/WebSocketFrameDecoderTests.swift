@@ -97,7 +97,7 @@ final class WebSocketFrameDecoderTests: XCTestCase, WebSocketTesting {
         var decoder = WebSocketFrameDecoder()
         let input = clientFrame(.close, closePayload(1000)) + clientFrame(.text, "ignored") + [0xFF, 0xFF]
         XCTAssertEqual(decoder.feed(input), [.close(code: .normalClosure, reason: "")])
-        XCTAssertEqual(decoder.state, .closeReceived)
+        XCTAssertEqual(decoder.phase, .closeReceived)
         XCTAssertEqual(decoder.feed(clientFrame(.ping, [])), [])
     }
 
@@ -193,9 +193,9 @@ final class WebSocketFrameDecoderTests: XCTestCase, WebSocketTesting {
         var decoder = WebSocketFrameDecoder()
         let events = decoder.feed(clientFrame(.text, "x", masked: false) + clientFrame(.text, "y"))
         XCTAssertEqual(events.count, 1)
-        XCTAssertEqual(decoder.state, .failed(.protocolError))
+        XCTAssertEqual(decoder.phase, .failed(.protocolError))
         XCTAssertEqual(decoder.feed(clientFrame(.text, "z")), [])
-        XCTAssertEqual(decoder.state, .failed(.protocolError))
+        XCTAssertEqual(decoder.phase, .failed(.protocolError))
     }
 
     // MARK: Limits

@@ -21,7 +21,7 @@ enum WebSocketTestSupport {
 }
 
 extension WebSocketTesting {
-    typealias Event = WebSocketFrameDecoder.Event
+    typealias Event = WebSocketFrameDecoder.Output
     typealias SeededRandom = WebSocketTestSupport.SeededRandom
 
     /// A client frame, masked unless told otherwise. Masks byte by byte, independently of the

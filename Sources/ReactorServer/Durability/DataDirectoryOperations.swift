@@ -3,7 +3,7 @@ import Logging
 
 /// What a data directory is used for, offline and at start-up: opening it for a server (recovering
 /// the state it holds), and reactord's `check`, `compact`, `export` and `import`.
-public enum Storage {
+public enum DataDirectoryOperations {
     /// Opens `directory` for a server, creating it with `initialState` as its version 0 when it holds
     /// nothing yet, and recovers the state it holds: the newest snapshot and the journal after it,
     /// with a torn final record cut off (and logged). Refuses damage anywhere else.

@@ -8,7 +8,7 @@ import Reactor
 
 /// A middleware that calls the concrete one it was made from.
 /// @unchecked Sendable: made from a `Middleware`, which is Sendable; the closure only calls it.
-struct ConcreteMiddleware<StateType: State>: Middleware, @unchecked Sendable {
+struct SpecializedMiddleware<StateType: State>: Middleware, @unchecked Sendable {
     private let body: (Event, StateType, UInt64) -> Void
 
     init<Wrapped: Middleware>(_ middleware: Wrapped) where Wrapped.StateType == StateType {
@@ -34,7 +34,7 @@ struct ConcreteMiddleware<StateType: State>: Middleware, @unchecked Sendable {
 
 /// An interceptor that calls the concrete one it was made from.
 /// @unchecked Sendable: made from an `Interceptor`, which is Sendable; the closure only calls it.
-struct ConcreteInterceptor<StateType: State>: Interceptor, @unchecked Sendable {
+struct SpecializedInterceptor<StateType: State>: Interceptor, @unchecked Sendable {
     private let body: (Event, StateType, (any Sendable)?) throws -> Void
 
     init<Wrapped: Interceptor>(_ interceptor: Wrapped) where Wrapped.StateType == StateType {

@@ -5,7 +5,7 @@ import XCTest
 
 /// Data directories on disk, offline: import, recovery (torn tails cut off, damage refused with
 /// its file and offset), check, compact and export.
-final class StorageTests: XCTestCase {
+final class DataDirectoryOperationsTests: XCTestCase {
     private var root: String!
 
     override func setUpWithError() throws {
@@ -40,7 +40,7 @@ final class StorageTests: XCTestCase {
 
     func testAnImportRecoversToTheSameStateAndVersion() throws {
         let data = directory()
-        XCTAssertEqual(try Storage.importLines(export(50), into: data, as: JSONDocument.self), 50)
+        XCTAssertEqual(try DataDirectoryOperations.importLines(export(50), into: data, as: JSONDocument.self), 50)
         let (state, report) = try recover(data)
         XCTAssertEqual(state.root, ["n": 50])
         XCTAssertEqual(report.lastVersion, 50)
@@ -50,7 +50,7 @@ final class StorageTests: XCTestCase {
 
     func testATornTailIsCutOffWithAWarningNamingFileAndOffset() throws {
         let data = directory()
-        _ = try Storage.importLines(export(10), into: data, as: JSONDocument.self)
+        _ = try DataDirectoryOperations.importLines(export(10), into: data, as: JSONDocument.self)
         let file = try segmentFile(data)
         let sound = try data.readFile(file).count
         var torn = JournalFormat.header(.segment, version: 0)  // any bytes will do: half a record
@@ -75,7 +75,7 @@ final class StorageTests: XCTestCase {
 
     func testDamageBeforeTheLastRecordRefusesNamingFileAndOffset() throws {
         let data = directory()
-        _ = try Storage.importLines(export(10), into: data, as: JSONDocument.self)
+        _ = try DataDirectoryOperations.importLines(export(10), into: data, as: JSONDocument.self)
         let file = try segmentFile(data)
         var bytes = try data.readFile(file)
         var scanner = JournalScanner(bytes: bytes)
@@ -92,7 +92,7 @@ final class StorageTests: XCTestCase {
 
     func testADamagedSnapshotRefusesToLoad() throws {
         let data = directory()
-        _ = try Storage.importLines(export(3, state: #"{"n":100}"#), into: data, as: JSONDocument.self)
+        _ = try DataDirectoryOperations.importLines(export(3, state: #"{"n":100}"#), into: data, as: JSONDocument.self)
         let file = data.snapshotPath(version: 0)
         var bytes = try data.readFile(file)
         bytes[bytes.count - 2] ^= 0x01
@@ -104,7 +104,7 @@ final class StorageTests: XCTestCase {
 
     func testAMissingRangeOfVersionsIsDamage() throws {
         let data = directory()
-        _ = try Storage.importLines(export(5), into: data, as: JSONDocument.self)
+        _ = try DataDirectoryOperations.importLines(export(5), into: data, as: JSONDocument.self)
         // A second segment that starts past the end of the first.
         var bytes = JournalFormat.header(.segment, version: 9)
         JournalFormat.append(LogRecord(version: 9, payload: Array(#"{"type":"increment","path":"/n","by":1}"#.utf8)), to: &bytes)
@@ -116,7 +116,7 @@ final class StorageTests: XCTestCase {
 
     func testAnEventThatDoesNotReplayIsDamage() throws {
         let data = directory()
-        XCTAssertThrowsError(try Storage.importLines([Array(#"{"version":0,"state":{"n":"text"}}"#.utf8),
+        XCTAssertThrowsError(try DataDirectoryOperations.importLines([Array(#"{"version":0,"state":{"n":"text"}}"#.utf8),
                                                       Array(#"{"version":1,"event":{"type":"increment","path":"/n","by":1}}"#.utf8)],
                                                      into: data, as: JSONDocument.self)) { error in
             XCTAssertTrue("\(error)".contains("line 2"), "\(error)")
@@ -127,28 +127,28 @@ final class StorageTests: XCTestCase {
     func testABadImportIntoAnExistingEmptyDirectoryAddsNothingToIt() throws {
         let data = directory()
         try FileManager.default.createDirectory(atPath: data.path, withIntermediateDirectories: true)
-        XCTAssertThrowsError(try Storage.importLines([Array(#"{"version":0,"state":{}}"#.utf8), Array("not json".utf8)], into: data, as: JSONDocument.self))
+        XCTAssertThrowsError(try DataDirectoryOperations.importLines([Array(#"{"version":0,"state":{}}"#.utf8), Array("not json".utf8)], into: data, as: JSONDocument.self))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: data.path), [])
-        XCTAssertEqual(try Storage.importLines(export(2), into: data, as: JSONDocument.self), 2, "and it is still good for an import")
+        XCTAssertEqual(try DataDirectoryOperations.importLines(export(2), into: data, as: JSONDocument.self), 2, "and it is still good for an import")
     }
 
     func testImportRefusesGapsAndNonEmptyDirectories() throws {
         let data = directory()
         var lines = export(4)
         lines.remove(at: 2)
-        XCTAssertThrowsError(try Storage.importLines(lines, into: data, as: JSONDocument.self)) { error in
+        XCTAssertThrowsError(try DataDirectoryOperations.importLines(lines, into: data, as: JSONDocument.self)) { error in
             XCTAssertTrue("\(error)".contains("line 3: version 3 where 2 was expected"), "\(error)")
         }
-        _ = try Storage.importLines(export(2), into: data, as: JSONDocument.self)
-        XCTAssertThrowsError(try Storage.importLines(export(2), into: data, as: JSONDocument.self)) { error in
+        _ = try DataDirectoryOperations.importLines(export(2), into: data, as: JSONDocument.self)
+        XCTAssertThrowsError(try DataDirectoryOperations.importLines(export(2), into: data, as: JSONDocument.self)) { error in
             XCTAssertTrue("\(error)".contains("empty data directory"), "\(error)")
         }
     }
 
     func testCompactSnapshotsTheNewestStateAndRemovesTheJournal() throws {
         let data = directory()
-        _ = try Storage.importLines(export(30), into: data, as: JSONDocument.self)
-        XCTAssertEqual(try Storage.compact(data, as: JSONDocument.self), 30)
+        _ = try DataDirectoryOperations.importLines(export(30), into: data, as: JSONDocument.self)
+        XCTAssertEqual(try DataDirectoryOperations.compact(data, as: JSONDocument.self), 30)
         XCTAssertEqual(try data.snapshotVersions(), [30])
         XCTAssertEqual(try data.segmentVersions(), [])
         let (state, report) = try recover(data)
@@ -160,9 +160,9 @@ final class StorageTests: XCTestCase {
     func testExportGivesBackWhatWasImported() throws {
         let data = directory()
         let lines = export(12, from: 7, state: #"{"n":-3,"name":"x"}"#)
-        _ = try Storage.importLines(lines, into: data, as: JSONDocument.self)
+        _ = try DataDirectoryOperations.importLines(lines, into: data, as: JSONDocument.self)
         var exported: [UInt8] = []
-        let report = try Storage.export(data) { exported += $0 }
+        let report = try DataDirectoryOperations.export(data) { exported += $0 }
         XCTAssertEqual(report.lastVersion, 19)
         let expected = lines.map { try! JSON(parsing: $0) }
         let actual = exported.split(separator: UInt8(ascii: "\n")).map { try! JSON(parsing: Array($0)) }
@@ -173,14 +173,14 @@ final class StorageTests: XCTestCase {
     /// temporary file: opening the directory keeps the newest and removes the rest.
     func testOpeningRemovesWhatACrashDuringASnapshotLeft() throws {
         let data = directory()
-        _ = try Storage.importLines(export(10), into: data, as: JSONDocument.self)
-        XCTAssertEqual(try Storage.compact(data, as: JSONDocument.self), 10)
+        _ = try DataDirectoryOperations.importLines(export(10), into: data, as: JSONDocument.self)
+        XCTAssertEqual(try DataDirectoryOperations.compact(data, as: JSONDocument.self), 10)
         try FileManager.default.copyItem(atPath: data.snapshotPath(version: 10), toPath: data.snapshotPath(version: 3))
         XCTAssertTrue(FileManager.default.createFile(atPath: data.snapshotPath(version: 11) + ".tmp", contents: Data([1, 2, 3])))
         let loop = try EventLoop()
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let (log, state, version) = try Storage.open(data, initialState: JSONDocument(), loop: loop, options: .init(), logger: logger)
+        let (log, state, version) = try DataDirectoryOperations.open(data, initialState: JSONDocument(), loop: loop, options: .init(), logger: logger)
         XCTAssertEqual(version, 10)
         XCTAssertEqual(state.root, ["n": 10])
         XCTAssertEqual(try data.snapshotVersions(), [10])

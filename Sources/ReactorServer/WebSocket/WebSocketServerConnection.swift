@@ -1,14 +1,14 @@
 /// What a WebSocket connection's owner hears, on the loop thread.
 protocol WebSocketMessageHandler: AnyObject {
-    func webSocket(_ connection: WebSocketConnection, received opcode: WebSocketOpcode, payload: [UInt8])
+    func webSocket(_ connection: WebSocketServerConnection, received opcode: WebSocketOpcode, payload: [UInt8])
     /// Everything sent so far has reached the kernel.
-    func webSocketDidDrain(_ connection: WebSocketConnection)
-    func webSocketDidClose(_ connection: WebSocketConnection)
+    func webSocketDidDrain(_ connection: WebSocketServerConnection)
+    func webSocketDidClose(_ connection: WebSocketServerConnection)
 }
 
 /// A WebSocket after its handshake: decodes frames, answers pings, pings a quiet peer and drops a
 /// dead one, and runs the close handshake. What the messages mean is the handler's business.
-final class WebSocketConnection: TCPConnectionDelegate, UpgradedConnection {
+final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection {
     struct Timing {
         /// A peer silent this long is pinged.
         var pingAfter: UInt64 = 30_000

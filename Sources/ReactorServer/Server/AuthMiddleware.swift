@@ -1,0 +1,58 @@
+import CUV
+
+/// Authenticates bearer tokens and checks the route's scope: 401 without a valid token, 403 without
+/// the scope. With no tokens configured every request passes.
+struct AuthMiddleware: HTTPMiddleware {
+    /// One per configured token.
+    let principals: [Principal]
+
+    init(tokens: [AccessToken]) {
+        principals = tokens.map(Principal.init)
+    }
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void) {
+        guard !principals.isEmpty, let scope = context.scope else {
+            return next(request, context, respond)
+        }
+        guard let presented = Self.bearerToken(in: request) else {
+            return respond(Problem.unauthorized("this endpoint needs a bearer token with the \(scope.rawValue) scope: send Authorization: Bearer <token>", invalidToken: false).response)
+        }
+        guard let principal = authenticate(presented) else {
+            return respond(Problem.unauthorized("the bearer token is not valid", invalidToken: true).response)
+        }
+        context.principal = principal
+        guard principal.token.allows(scope) else {
+            return respond(Problem.forbidden("token \(principal.name) lacks the \(scope.rawValue) scope this endpoint needs").response)
+        }
+        next(request, context, respond)
+    }
+
+    /// The token, compared in constant time against every configured one so that timing tells nothing.
+    func authenticate(_ presented: ArraySlice<UInt8>) -> Principal? {
+        var found: Principal?
+        for principal in principals where Self.constantTimeEquals(principal.token.secret, presented) {
+            found = principal
+        }
+        return found
+    }
+
+    /// From `Authorization: Bearer <token>`, or `?access_token=` for clients that cannot set headers
+    /// (browsers opening a WebSocket or an EventSource).
+    static func bearerToken(in request: HTTPRequest) -> ArraySlice<UInt8>? {
+        if let header = request.headers.firstValueBytes("Authorization") {
+            let scheme = Array("bearer ".utf8)
+            guard header.count > scheme.count,
+                  zip(header.prefix(scheme.count), scheme).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) else { return nil }
+            return header.dropFirst(scheme.count)
+        }
+        if let query = request.queryValue("access_token") { return ArraySlice(query.utf8) }
+        return nil
+    }
+
+    static func constantTimeEquals(_ secret: [UInt8], _ presented: ArraySlice<UInt8>) -> Bool {
+        guard secret.count == presented.count else { return false }
+        return secret.withUnsafeBytes { a in
+            presented.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
+        }
+    }
+}
