@@ -116,7 +116,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Where the dashboard and docs/openapi.yaml are (default: the installation's share/reactord, or the source tree).")
     var shareDir: String?
 
-    @Option(help: "Join a cluster whose shared log is in this Redis, redis://HOST:PORT: every node of the cluster serves one state (docs/cluster.md). Not with --data-dir.")
+    @Option(help: "Join a cluster whose shared log is in this Redis, redis://HOST:PORT, or redis://[USER]:PASSWORD@HOST:PORT for a Redis that asks for credentials: every node of the cluster serves one state (docs/cluster.md). Not with --data-dir.")
     var redis: String?
 
     @Option(help: "The cluster's name: its keys in Redis are reactor:{NAME}:... (default reactor).")

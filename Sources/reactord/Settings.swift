@@ -208,22 +208,30 @@ struct Settings {
         if let dataDir, !dataDir.isEmpty {
             throw ConfigurationError("--data-dir and --redis cannot be used together: a cluster node keeps its log in Redis (drop --data-dir)")
         }
-        guard redis.hasPrefix("redis://") else { throw ConfigurationError("redis must be a URL redis://HOST:PORT, not \"\(redis)\"") }
-        let address = redis.dropFirst("redis://".count).prefix { $0 != "/" }
+        guard redis.hasPrefix("redis://") else { throw ConfigurationError("redis must be a URL redis://HOST:PORT, not \"\(Self.withoutPassword(redis))\"") }
+        var address = redis.dropFirst("redis://".count).prefix { $0 != "/" }
+        var credentials: RedisCredentials?
+        if let at = address.lastIndex(of: "@") {
+            guard let parsed = RedisCredentials(userInformation: address[..<at]) else {
+                throw ConfigurationError("redis: credentials are redis://:PASSWORD@HOST:PORT or redis://USER:PASSWORD@HOST:PORT, percent-encoded; not those of \(Self.withoutPassword(redis))")
+            }
+            credentials = parsed
+            address = address[address.index(after: at)...]
+        }
         let host: Substring
         var port: Int32 = 6379
         if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
             host = address[address.index(after: address.startIndex)..<close]
             let rest = address[address.index(after: close)...]
-            if rest.hasPrefix(":") { guard let parsed = Int32(rest.dropFirst()) else { throw ConfigurationError("redis: bad port in \(redis)") }; port = parsed }
+            if rest.hasPrefix(":") { guard let parsed = Int32(rest.dropFirst()) else { throw ConfigurationError("redis: bad port in \(Self.withoutPassword(redis))") }; port = parsed }
         } else if let colon = address.lastIndex(of: ":") {
             host = address[..<colon]
-            guard let parsed = Int32(address[address.index(after: colon)...]), parsed > 0 else { throw ConfigurationError("redis: bad port in \(redis)") }
+            guard let parsed = Int32(address[address.index(after: colon)...]), parsed > 0 else { throw ConfigurationError("redis: bad port in \(Self.withoutPassword(redis))") }
             port = parsed
         } else {
             host = address
         }
-        guard !host.isEmpty else { throw ConfigurationError("redis: no host in \(redis)") }
+        guard !host.isEmpty else { throw ConfigurationError("redis: no host in \(Self.withoutPassword(redis))") }
         let key = redisKey ?? "reactor"
         guard !key.isEmpty, !key.contains("}") else { throw ConfigurationError("redis-key must be a non-empty name without '}'") }
         let node = nodeName ?? ProcessInfo.processInfo.hostName + ":" + String(ProcessInfo.processInfo.processIdentifier)
@@ -232,7 +240,14 @@ struct Settings {
         let replicas = redisWaitReplicas ?? 0
         guard replicas >= 0 else { throw ConfigurationError("redis-wait-replicas must be 0 or more") }
         return RedisStreamLog.Options(host: String(host), port: port, cluster: key, node: node, timeoutMilliseconds: UInt64(timeout * 1_000),
-                                      waitReplicas: replicas)
+                                      waitReplicas: replicas, credentials: credentials)
+    }
+
+    /// A `--redis` URL as errors may show it: with its password, if any, as `***`.
+    static func withoutPassword(_ url: String) -> String {
+        guard let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound <= at else { return url }
+        let user = url[scheme.upperBound..<at].prefix { $0 != ":" }
+        return url[..<scheme.upperBound] + user + ":***" + url[at...]
     }
 
     static func isLoopback(_ host: String) -> Bool {

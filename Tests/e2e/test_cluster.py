@@ -590,6 +590,38 @@ def test_data_dir_together_with_redis_is_refused_at_start(redis, tmp_path):
     assert redis.stream_length("e2e") == 0 and redis.meta("e2e") == {}
 
 
+def test_a_redis_that_asks_for_credentials_gets_them_from_the_url(redis, reactord):
+    # An ACL user, and a password for the default user, set on the running Redis through a
+    # connection kept open: a new one would have to authenticate too.
+    with redis.client() as admin:
+        assert admin.command("ACL", "SETUSER", "alice", "on", ">wonder land", "~*", "&*", "+@all") == "OK"
+        assert admin.command("CONFIG", "SET", "requirepass", "s3cret@home") == "OK"
+        address = f"127.0.0.1:{redis.port}"
+        # Percent-encoded, as in any URL: "@" as %40, a space as %20.
+        a = reactord("--redis", f"redis://:s3cret%40home@{address}", "--redis-key", "auth", "--node-name", "a")
+        a.name = "a"
+        b = reactord("--redis", f"redis://alice:wonder%20land@{address}", "--redis-key", "auth", "--node-name", "b")
+        b.name = "b"
+        assert fire(a, INCREMENT) == 1
+        assert fire(b, INCREMENT) == 2
+        assert_converged([a, b], 2, {"n": 2})
+        assert admin.command("XLEN", log_key("auth")) == 2
+
+        # Refused at start, saying why, and never showing the password.
+        for url, words in [(f"redis://:not-the-password-42@{address}", "WRONGPASS"),
+                           (f"redis://alice:not-the-password-42@{address}", "WRONGPASS"),
+                           (f"redis://{address}", "NOAUTH")]:
+            done = run_reactord("--port", "0", "--redis", url, "--redis-key", "auth", "--node-name", "c")
+            output = done.stdout + done.stderr
+            assert done.returncode != 0, output
+            assert words in output, output
+            assert "not-the-password-42" not in output, output
+        done = run_reactord("--port", "0", "--redis", f"redis://alice@{address}", "--redis-key", "auth", "--node-name", "c")
+        assert done.returncode == 64 and "redis://USER:PASSWORD@HOST:PORT" in done.stdout + done.stderr, done
+        for node in (a, b):
+            assert "s3cret" not in node.log() and "wonder" not in node.log(), node.log()
+
+
 def test_get_cluster_names_the_node_its_versions_redis_and_its_peers(cluster):
     nodes = cluster.nodes("a", "b", "c")
     for i in range(5):

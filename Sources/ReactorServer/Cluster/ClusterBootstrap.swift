@@ -14,6 +14,12 @@ public enum ClusterBootstrap {
 
     public static func join<StateType: HostedState>(_ options: RedisStreamLog.Options, initialState: StateType, logger: Logger) throws(EventLogError) -> Joined<StateType> {
         let redis = try RedisBlockingConnection(host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds)
+        if let credentials = options.credentials {
+            let answer = try redis.send(credentials.authCommand)
+            guard answer.string == "OK" else {
+                throw EventLogError(.unavailable, "Redis refused the credentials in --redis: \(answer.errorMessage ?? "\(answer)")")
+            }
+        }
         let keys = ClusterKeys(cluster: options.cluster)
         let initial: [UInt8]
         do { initial = try initialState.jsonValue().jsonBytes } catch {

@@ -21,18 +21,23 @@ public final class RedisStreamLog: SharedEventLog {
         public var timeoutMilliseconds: UInt64
         /// Replicas that must confirm an append (Redis's `WAIT`) before it is acknowledged; 0 for none.
         public var waitReplicas: Int
+        /// The credentials every connection sends first (`AUTH`): a password alone for Redis's
+        /// default user (`requirepass`), or an ACL user's name and password; nil for none.
+        public var credentials: RedisCredentials?
 
         /// How long Redis may take to answer by default, in seconds.
         public static let defaultTimeoutSeconds = 2.0
 
         public init(host: String, port: Int32, cluster: String, node: String,
-                    timeoutMilliseconds: UInt64 = UInt64(defaultTimeoutSeconds * 1_000), waitReplicas: Int = 0) {
+                    timeoutMilliseconds: UInt64 = UInt64(defaultTimeoutSeconds * 1_000), waitReplicas: Int = 0,
+                    credentials: RedisCredentials? = nil) {
             self.host = host
             self.port = port
             self.cluster = cluster
             self.node = node
             self.timeoutMilliseconds = timeoutMilliseconds
             self.waitReplicas = waitReplicas
+            self.credentials = credentials
         }
     }
 
@@ -47,7 +52,8 @@ public final class RedisStreamLog: SharedEventLog {
     public let options: Options
     public let keys: ClusterKeys
     public let epoch: String
-    /// "connected", "connecting", or why the connection is down.
+    /// "connected", "connecting", or why the connection is down ("disconnected: ...",
+    /// "unauthenticated: ...").
     public private(set) var connectionState = "connecting"
     /// Set once Redis turned out to hold another history than this server's (a changed epoch).
     public private(set) var lostHistory: String?
@@ -113,6 +119,7 @@ public final class RedisStreamLog: SharedEventLog {
         tailAnswered = false
         let commands = RedisConnection(loop: loop, host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds,
                                        onConnected: { [unowned self] in
+                                           authenticate(self.commands)
                                            self.commands?.send(RedisCommand.encode(["PING"])) { [unowned self] reply in
                                                guard reply.string == "PONG" else { return }
                                                commandsAnswered = true
@@ -122,6 +129,7 @@ public final class RedisStreamLog: SharedEventLog {
                                        onClosed: { [unowned self] reason in lost(reason) })
         let tail = RedisConnection(loop: loop, host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds,
                                    onConnected: { [unowned self] in
+                                       authenticate(self.tail)
                                        self.tail?.send(RedisCommand.encode(["PING"])) { [unowned self] reply in
                                            guard reply.string == "PONG" else { return }
                                            tailAnswered = true
@@ -133,6 +141,18 @@ public final class RedisStreamLog: SharedEventLog {
         self.commands = commands
         self.tail = tail
         if let reason = commands.closeReason ?? tail.closeReason { lost(reason) }
+    }
+
+    /// Sends the credentials first, pipelined before the `PING` that tells the connection is usable:
+    /// refused, the `PING` is refused too, and the node stays unready, saying why.
+    private func authenticate(_ connection: RedisConnection?) {
+        guard let credentials = options.credentials, let connection else { return }
+        connection.send(credentials.authCommand) { [weak self] reply in
+            guard let self, reply.string != "OK", case .error(let message) = reply else { return }
+            let reason = "unauthenticated: Redis refused the credentials in --redis: \(message)"
+            if connectionState != reason { logger.error("cannot use Redis", metadata: ["reason": "\(message)"]) }
+            connectionState = reason
+        }
     }
 
     private func connected() {
