@@ -448,7 +448,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         var outcomes: [UInt64: Outcome] = [:]
         for entry in own {
             guard let event = entry.event, let result = core.fireIfIdle(event: event, origin: nil) else { continue }
-            outcomes[entry.version] = result.mapError { StateService<StateType>.problem(for: $0, index: nil) }
+            outcomes[entry.version] = result.mapError { Problem.forEvent($0, index: nil) }
         }
         for waiter in waiting {
             switch outcomes[waiter.version] {

@@ -7,7 +7,9 @@ public final class StateServer<StateType: HostedState> {
     public let core: Core<StateType>
     public let http: HTTPServer
     private let pipeline: CommitPipeline<StateType>
-    private let service: StateService<StateType>
+    private let events: EventService<StateType>
+    private let state: StateService<StateType>
+    private let health: HealthService<StateType>
     private let history: HistoryService<StateType>
     private let subscriptions: SubscriptionService<StateType>
     private let metricsService: MetricsService<StateType>
@@ -50,11 +52,15 @@ public final class StateServer<StateType: HostedState> {
         // After the operator's middleware: the pipeline publishes what they have seen.
         core.add(middleware: SpecializedMiddleware(EventLogger<StateType>(logger: logger, metrics: metrics), then: pipeline))
         history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)
-        service = StateService(core: core, pipeline: pipeline, history: history, loop: loop, configuration: configuration, logger: logger)
+        events = EventService(core: core, pipeline: pipeline, loop: loop, configuration: configuration, logger: logger)
+        self.state = StateService(pipeline: pipeline, history: history, logger: logger)
+        health = HealthService(pipeline: pipeline)
         subscriptions = SubscriptionService(core: core, pipeline: pipeline, hub: hub, loop: loop, configuration: configuration, logger: logger)
         metricsService = MetricsService(metrics: metrics, pipeline: pipeline, hub: subscriptions.hub)
         var router = Router()
-        service.register(in: &router)
+        events.register(in: &router)
+        self.state.register(in: &router)
+        health.register(in: &router)
         history.register(in: &router)
         subscriptions.register(in: &router)
         metricsService.register(in: &router)

@@ -103,7 +103,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
         do {
             event = try StateType.eventRegistry.decode(eventJSON)
         } catch {
-            return reply(error: StateService<StateType>.problem(for: error, index: nil), id: id)
+            return reply(error: Problem.forEvent(error, index: nil), id: id)
         }
         let this = LoopBound(self, loop: loop)
         core.fire(event: event, origin: principal) { [pipeline] result in
@@ -119,7 +119,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
                     }
                 }
             case .failure(let error):
-                this.value.reply(error: StateService<StateType>.problem(for: error, index: nil), id: id)
+                this.value.reply(error: Problem.forEvent(error, index: nil), id: id)
             }
         }
     }

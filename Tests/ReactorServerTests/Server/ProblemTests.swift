@@ -28,23 +28,23 @@ final class ProblemTests: XCTestCase {
     }
 
     func testEachRejectionMapsToItsStatus() {
-        XCTAssertEqual(StateService<JSONDocument>.problem(for: EventRejection("no"), index: nil).status.code, 422)
-        XCTAssertEqual(StateService<JSONDocument>.problem(for: EventRejection("stale", kind: .conflict), index: 2).status.code, 409)
-        XCTAssertEqual(StateService<JSONDocument>.problem(for: EventRejection("stale", kind: .conflict), index: 2).extensions["index"], 2)
-        let unknown = StateService<JSONDocument>.problem(for: EventDecodingError.unknownType("x", known: ["a"]), index: nil)
+        XCTAssertEqual(Problem.forEvent(EventRejection("no"), index: nil).status.code, 422)
+        XCTAssertEqual(Problem.forEvent(EventRejection("stale", kind: .conflict), index: 2).status.code, 409)
+        XCTAssertEqual(Problem.forEvent(EventRejection("stale", kind: .conflict), index: 2).extensions["index"], 2)
+        let unknown = Problem.forEvent(EventDecodingError.unknownType("x", known: ["a"]), index: nil)
         XCTAssertEqual(unknown.type, "/problems/unknown-event-type")
         XCTAssertEqual(unknown.extensions["knownTypes"], ["a"])
-        XCTAssertEqual(StateService<JSONDocument>.problem(for: Problem.forbidden("no"), index: 1).status.code, 403)
+        XCTAssertEqual(Problem.forEvent(Problem.forbidden("no"), index: 1).status.code, 403)
     }
 
     func testContentTypesThatCountAsJSON() {
         func isJSON(_ type: String) -> Bool {
-            Array(type.utf8).withUnsafeBufferPointer { StateService<JSONDocument>.isJSON(bytes: $0) }
+            Array(type.utf8).withUnsafeBufferPointer { EventService<JSONDocument>.isJSON(bytes: $0) }
         }
         for type in ["application/json", "application/json; charset=utf-8", "Application/JSON", "application/merge-patch+json", "application/json "] {
             XCTAssertTrue(isJSON(type), type)
         }
-        XCTAssertFalse(StateService<JSONDocument>.isJSON(bytes: nil))
+        XCTAssertFalse(EventService<JSONDocument>.isJSON(bytes: nil))
         for type in ["text/plain", "application/x-www-form-urlencoded", "application/jsonx", "application/+json", "text/json"] {
             XCTAssertFalse(isJSON(type), type)
         }
