@@ -14,7 +14,7 @@ import Synchronization
 /// after `init`, and the inbox is locked.
 public final class EventLoop: CoreExecutor, @unchecked Sendable {
     let loop: UnsafeMutablePointer<uv_loop_t>
-    private let wakeup: UnsafeMutablePointer<uv_async_t>
+    private let wakeup = LoopHandle<uv_async_t>()
     private let inbox = Locked<[@Sendable () -> Void]>([])
     private let owner: pthread_t
     /// Every connection on the loop reads into this one buffer: reads are handled synchronously, so
@@ -38,14 +38,13 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         signal(SIGXFSZ, SIG_IGN)
         owner = pthread_self()
         loop = .allocate(capacity: 1)
-        wakeup = .allocate(capacity: 1)
         try UVError.check(uv_loop_init(loop), "uv_loop_init")
         // The loop's first prepare handle, so the last to run in each turn (see WriteBatch).
         writeBatch = WriteBatch(loop: loop)
-        try UVError.check(uv_async_init(loop, wakeup) { handle in
-            EventLoop.from(handle!.pointee.data).runInbox()
+        try UVError.check(uv_async_init(loop, wakeup.pointer) { handle in
+            LoopHandle.owner(of: handle, as: EventLoop.self).runInbox()
         }, "uv_async_init")
-        wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        wakeup.attach(to: self)
     }
 
     /// Starts a thread that creates a loop and runs it until `stop()`; returns once the loop exists.
@@ -68,7 +67,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         // A loop whose thread ended has closed its handles in `run()`; uv_loop_close frees the rest.
         uv_loop_close(loop)
         loop.deallocate()
-        wakeup.deallocate()
+        wakeup.deallocate()  // closed by `run`, which closes every handle left
         readBuffer.deallocate()
         tlsPlaintextBuffer.deallocate()
         tlsCiphertextBuffer.deallocate()
@@ -85,7 +84,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
 
     public func enqueue(_ job: @escaping @Sendable () -> Void) {
         inbox.withLock { $0.append(job) }
-        uv_async_send(wakeup)
+        uv_async_send(wakeup.pointer)
     }
 
     /// Runs the loop on the owner thread until `stop()`, then closes every handle still open.
@@ -111,10 +110,6 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
             return jobs
         }
         for job in jobs { job() }
-    }
-
-    static func from(_ pointer: UnsafeMutableRawPointer?) -> EventLoop {
-        Unmanaged<EventLoop>.fromOpaque(pointer!).takeUnretainedValue()
     }
 }
 

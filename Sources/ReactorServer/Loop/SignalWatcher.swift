@@ -11,11 +11,16 @@ public final class SignalWatcher {
         precondition(loop.isCurrent)
         self.handler = handler
         for signal in signals {
-            let handle = UnsafeMutablePointer<uv_signal_t>.allocate(capacity: 1)
-            try UVError.check(uv_signal_init(loop.loop, handle), "uv_signal_init")
-            handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-            try UVError.check(uv_signal_start(handle, { handle, signum in
-                Unmanaged<SignalWatcher>.fromOpaque(handle!.pointee.data).takeUnretainedValue().handler(signum)
+            let handle = LoopHandle<uv_signal_t>()
+            do {
+                try UVError.check(uv_signal_init(loop.loop, handle.pointer), "uv_signal_init")
+            } catch {
+                handle.deallocate()
+                throw error
+            }
+            handle.attach(to: self)
+            try UVError.check(uv_signal_start(handle.pointer, { handle, signum in
+                LoopHandle.owner(of: handle, as: SignalWatcher.self).handler(signum)
             }, signal), "uv_signal_start")
         }
     }

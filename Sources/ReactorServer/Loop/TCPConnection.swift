@@ -219,7 +219,7 @@ public final class TCPConnection {
         guard !isClosed, sendBatchedBytes() else { return }
         isClosed = true
         if let lingerTimer {
-            uv_close(UnsafeMutableRawPointer(lingerTimer).assumingMemoryBound(to: uv_handle_t.self)) { $0?.deallocate() }
+            lingerTimer.close()
             self.lingerTimer = nil
         }
         uv_close(handle.handle) { closed in
@@ -262,15 +262,16 @@ public final class TCPConnection {
 
     @exclusivity(unchecked) private var isLingering = false
     @exclusivity(unchecked) private var lingerMilliseconds: UInt64 = 0
-    @exclusivity(unchecked) private var lingerTimer: UnsafeMutablePointer<uv_timer_t>?
+    @exclusivity(unchecked) private var lingerTimer: LoopHandle<uv_timer_t>?
 
     private func linger() {
         guard !isClosed else { return }
-        let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
-        uv_timer_init(loop.loop, timer)
-        timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let timer = LoopHandle<uv_timer_t>()
+        uv_timer_init(loop.loop, timer.pointer)
+        // Unretained: the connection closes the timer when it closes, before it can go.
+        timer.attach(to: self)
         lingerTimer = timer
-        uv_timer_start(timer, { timer in TCPConnection.from(timer!.pointee.data).close() }, lingerMilliseconds, 0)
+        uv_timer_start(timer.pointer, { timer in LoopHandle.owner(of: timer, as: TCPConnection.self).close() }, lingerMilliseconds, 0)
         startReading()
     }
 
@@ -283,10 +284,6 @@ public final class TCPConnection {
         if queuedBytes == 0 {
             delegate?.connectionDidDrain(self)
         }
-    }
-
-    static func from(_ pointer: UnsafeMutableRawPointer?) -> TCPConnection {
-        Unmanaged<TCPConnection>.fromOpaque(pointer!).takeUnretainedValue()
     }
 
     /// `body` with the connection a handle's `data` points to, without retaining it: the handle holds

@@ -2,7 +2,8 @@ import CUV
 
 /// A listening TCP socket on the loop; hands each accepted connection to `onAccept`.
 public final class TCPListener {
-    private let handle: UnsafeMutablePointer<uv_tcp_t>
+    private let listening = LoopHandle<uv_tcp_t>()
+    private var handle: UnsafeMutablePointer<uv_tcp_t> { listening.pointer }
     private let loop: EventLoop
     private let onAccept: (TCPConnection) -> Void
     /// The port actually bound (useful with port 0, which asks the system for a free one).
@@ -13,9 +14,13 @@ public final class TCPListener {
         precondition(loop.isCurrent)
         self.loop = loop
         self.onAccept = onAccept
-        handle = .allocate(capacity: 1)
-        try UVError.check(uv_tcp_init(loop.loop, handle), "uv_tcp_init")
-        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        do {
+            try UVError.check(uv_tcp_init(loop.loop, listening.pointer), "uv_tcp_init")
+        } catch {
+            listening.deallocate()
+            throw error
+        }
+        listening.attach(to: self)
 
         var storage = sockaddr_storage()
         try withUnsafeMutableBytes(of: &storage) { raw throws(UVError) in
@@ -33,8 +38,7 @@ public final class TCPListener {
             }
             try UVError.check(uv_listen(handle.stream, backlog) { server, status in
                 guard status == 0, let server else { return }
-                let listener = Unmanaged<TCPListener>.fromOpaque(server.pointee.data).takeUnretainedValue()
-                listener.acceptOne()
+                LoopHandle<uv_stream_t>.owner(of: server, as: TCPListener.self).acceptOne()
             }, "listen \(host):\(port)")
         } catch {
             close()
@@ -45,8 +49,7 @@ public final class TCPListener {
 
     /// Stops listening; connections already accepted stay open.
     public func close() {
-        guard uv_is_closing(handle.handle) == 0 else { return }
-        uv_close(handle.handle) { closed in closed?.deallocate() }
+        listening.close()
     }
 
     private func acceptOne() {

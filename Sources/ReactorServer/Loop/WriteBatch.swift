@@ -35,7 +35,7 @@ final class WriteBatch {
     @exclusivity(unchecked) private var isFlushing = false
     /// Its own handle rather than a `PrepareWatcher`: a watcher closes its handle when released,
     /// which for the loop's own batch would come after the loop itself is freed.
-    private let handle: UnsafeMutablePointer<uv_prepare_t>
+    private let handle = LoopHandle<uv_prepare_t>()
 
     /// Started before any other prepare handle of the loop, so it runs after them all (libuv runs
     /// the most recently started first): what they write goes out in the same turn.
@@ -43,14 +43,13 @@ final class WriteBatch {
         storage = .allocate(byteCount: capacity, alignment: 16)
         entries = .allocate(capacity: maxEntries)
         self.maxEntries = maxEntries
-        handle = .allocate(capacity: 1)
-        uv_prepare_init(loop, handle)
-        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        uv_prepare_start(handle) { handle in
-            Unmanaged<WriteBatch>.fromOpaque(handle!.pointee.data).takeUnretainedValue().flush()
+        uv_prepare_init(loop, handle.pointer)
+        handle.attach(to: self)
+        uv_prepare_start(handle.pointer) { handle in
+            LoopHandle.owner(of: handle, as: WriteBatch.self).flush()
         }
         // Pending bytes always belong to an open connection, which keeps the loop alive itself.
-        uv_unref(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self))
+        handle.unref()
     }
 
     /// Frees the buffers; the handle is the loop's to close (`EventLoop.run` closes every handle).
