@@ -44,6 +44,22 @@ public enum HTTPPercentDecoding {
         return String(decoding: decoded, as: UTF8.self)
     }
 
+    /// Decodes `%XX` escapes, or nil when an escape is malformed or the bytes decoded are not
+    /// UTF-8: for credentials in a URL, which must be taken exactly or not at all.
+    static func decodeStrictly(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var utf8 = text.utf8[...]
+        while let byte = utf8.popFirst() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard utf8.count >= 2, let high = hexValue(utf8.popFirst()!), let low = hexValue(utf8.popFirst()!) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")

@@ -17,6 +17,18 @@ struct LoopHandle<Handle> {
         pointer = .allocate(capacity: 1)
     }
 
+    /// Allocates the handle and initialises it with `initialize` (a `uv_*_init`), freeing it again
+    /// if that fails.
+    init(_ operation: String, initialize: (UnsafeMutablePointer<Handle>) -> Int32) throws(UVError) {
+        pointer = .allocate(capacity: 1)
+        do {
+            try UVError.check(initialize(pointer), operation)
+        } catch {
+            pointer.deallocate()
+            throw error
+        }
+    }
+
     var base: UnsafeMutablePointer<uv_handle_t> {
         UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: uv_handle_t.self)
     }

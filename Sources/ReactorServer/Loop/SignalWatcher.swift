@@ -11,13 +11,7 @@ public final class SignalWatcher {
         precondition(loop.isCurrent)
         self.handler = handler
         for signal in signals {
-            let handle = LoopHandle<uv_signal_t>()
-            do {
-                try UVError.check(uv_signal_init(loop.loop, handle.pointer), "uv_signal_init")
-            } catch {
-                handle.deallocate()
-                throw error
-            }
+            let handle = try LoopHandle<uv_signal_t>("uv_signal_init") { uv_signal_init(loop.loop, $0) }
             handle.attach(to: self)
             try UVError.check(uv_signal_start(handle.pointer, { handle, signum in
                 LoopHandle.owner(of: handle, as: SignalWatcher.self).handler(signum)

@@ -2,7 +2,7 @@ import CUV
 
 /// A listening TCP socket on the loop; hands each accepted connection to `onAccept`.
 public final class TCPListener {
-    private let listening = LoopHandle<uv_tcp_t>()
+    private let listening: LoopHandle<uv_tcp_t>
     private var handle: UnsafeMutablePointer<uv_tcp_t> { listening.pointer }
     private let loop: EventLoop
     private let onAccept: (TCPConnection) -> Void
@@ -14,12 +14,7 @@ public final class TCPListener {
         precondition(loop.isCurrent)
         self.loop = loop
         self.onAccept = onAccept
-        do {
-            try UVError.check(uv_tcp_init(loop.loop, listening.pointer), "uv_tcp_init")
-        } catch {
-            listening.deallocate()
-            throw error
-        }
+        listening = try LoopHandle("uv_tcp_init") { uv_tcp_init(loop.loop, $0) }
         listening.attach(to: self)
 
         var storage = sockaddr_storage()
