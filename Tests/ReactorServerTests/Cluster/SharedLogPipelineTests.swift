@@ -13,12 +13,14 @@ import XCTest
 /// problem the state now refuses them with.
 final class SharedLogPipelineTests: XCTestCase {
     private var loop: EventLoop!
+    private let confined = LoopConfinedObjects()
 
     override func setUpWithError() throws {
         loop = try EventLoop.startThread()
     }
 
     override func tearDownWithError() throws {
+        confined.release(on: loop)
         loop.stop()
     }
 
@@ -132,7 +134,7 @@ final class SharedLogPipelineTests: XCTestCase {
 
     private func harness(middlewares: [any Middleware<JSONDocument>] = []) -> Harness {
         let loop = loop!
-        return onLoop { finish in
+        let harness: Harness = onLoop { finish in
             var logger = Logger(label: "test")
             logger.logLevel = .critical
             let log = MemoryLog(loop: loop)
@@ -146,6 +148,8 @@ final class SharedLogPipelineTests: XCTestCase {
             _ = hub.subscribe(Subscriber(harness), to: SubscriptionSelection(path: .root, mode: .patch), since: nil)
             finish(harness)
         }
+        confined.keep(harness)
+        return harness
     }
 
     enum Answer: Equatable, Sendable {

@@ -14,6 +14,7 @@ final class CommitPipelineTests: XCTestCase {
     /// The errno the next journal writes (or fsyncs) fail with; nil lets them through.
     private let writeFault = Locked<Int32?>(nil)
     private let syncFault = Locked<Int32?>(nil)
+    private let confined = LoopConfinedObjects()
 
     override func setUpWithError() throws {
         root = NSTemporaryDirectory() + "reactor-pipeline-\(UUID().uuidString)"
@@ -21,6 +22,7 @@ final class CommitPipelineTests: XCTestCase {
     }
 
     override func tearDownWithError() throws {
+        confined.release(on: loop)
         loop.stop()
         try? FileManager.default.removeItem(atPath: root)
     }
@@ -99,7 +101,9 @@ final class CommitPipelineTests: XCTestCase {
                 return harness
             })
         }
-        return try opened.get()
+        let harness = try opened.get()
+        confined.keep(harness)
+        return harness
     }
 
     private func close(_ harness: Harness) {

@@ -19,3 +19,24 @@ extension EventLoop {
         return result.withLock { $0! }
     }
 }
+
+/// What a test made on a loop (a core, a pipeline and its handles), kept until the test ends and
+/// released there on the loop's own thread. Released on the test's thread while the loop runs, such
+/// objects would close their libuv handles from the wrong thread, racing the loop's callbacks.
+/// @unchecked Sendable: `objects` is appended to on the test's thread, and emptied on the loop's
+/// while the test's thread waits (`runAndWait`), never both at once.
+final class LoopConfinedObjects: @unchecked Sendable {
+    private var objects: [AnyObject] = []
+
+    func keep(_ object: AnyObject) {
+        objects.append(object)
+    }
+
+    /// Releases what was kept, on `loop`'s thread, and waits until that is done.
+    func release(on loop: EventLoop) {
+        let _: Bool = loop.runAndWait { [self] finish in
+            objects.removeAll()
+            finish(true)
+        }
+    }
+}
