@@ -111,7 +111,7 @@ struct Case {
     let measure: () -> Double
 }
 
-let cases = [
+let allCases = [
     Case(name: "bare loop: react(to:)") { bareLoop() },
 ] + [true, false].flatMap { onExecutor in
     [0, 1, 10].map { subscribers in
@@ -124,6 +124,10 @@ let cases = [
         coreWithQueuedSubscribers(subscribers)
     }
 }
+
+// CASES (a substring of the names) keeps the bare loop and the cases it names, for a profiler.
+let only = ProcessInfo.processInfo.environment["CASES"] ?? ""
+let cases = only.isEmpty ? allCases : [allCases[0]] + allCases.dropFirst().filter { $0.name.contains(only) }
 
 // Interleave the cases run by run, so that a noisy moment hits them all alike.
 var samples = Array(repeating: [Double](), count: cases.count)

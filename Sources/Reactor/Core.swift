@@ -31,9 +31,12 @@ public final class Core<StateType: State>: @unchecked Sendable {
     /// loops from then on, and dropped from the arrays when the job ends.
     @exclusivity(unchecked) @usableFromInline var removedDuringJob: [Observer.Key] = []
 
-    /// Jobs handed to the executor but not yet run. While any is in transit, jobs fired on the executor
-    /// queue up behind them, which keeps one total order across all threads.
-    @usableFromInline let inTransit = Atomic<Int>(0)
+    /// Jobs fired from other threads and not yet taken on the executor, where one hop takes them all.
+    /// A job fired on the executor takes them first and queues up behind them, which keeps one total
+    /// order across all threads.
+    @usableFromInline let inbox = AtomicInbox<Job>()
+    /// Subscribers on their own queues with states to send when the running work ends.
+    @usableFromInline let queuedDeliveries = QueuedDeliveries()
     private let lastRegistration = Atomic<UInt64>(0)
 
     /// - Parameters:
@@ -120,12 +123,12 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     /// Whether a job submitted now from the executor would run at once (nothing queued or running).
     public var isIdle: Bool {
-        executor.isCurrent && !draining && pending.isEmpty && inTransit.load(ordering: .acquiring) == 0
+        executor.isCurrent && !draining && pending.isEmpty && inbox.isEmpty
     }
 
     @inlinable
     func applyIfIdle(_ event: Event, origin: (any Sendable)?, intercepted: Bool) -> Result<UInt64, any Error>? {
-        guard executor.isCurrent, !draining, pending.isEmpty, inTransit.load(ordering: .acquiring) == 0 else { return nil }
+        guard executor.isCurrent, !draining, pending.isEmpty, inbox.isEmpty else { return nil }
         draining = true
         let result: Result<UInt64, any Error>
         do {
@@ -138,7 +141,16 @@ public final class Core<StateType: State>: @unchecked Sendable {
         // What middleware and observers fired meanwhile runs now, as it would after a queued job.
         if !pending.isEmpty { runPending() }
         draining = false
+        sendGatheredStates()
         return result
+    }
+
+    /// Sends subscribers on queues of their own the states they were given, when the core's work
+    /// ends and before it lets anything else out (a completion, a job's body): whoever learns of a
+    /// version from the core finds every state up to it already sent to those queues.
+    @inlinable
+    func sendGatheredStates() {
+        if !queuedDeliveries.waiting.isEmpty { queuedDeliveries.send() }
     }
 
     /// Runs the queued jobs, oldest first, until none is left. Out of line: there are almost never
@@ -240,7 +252,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
         select: @escaping @Sendable (StateType) -> Selected,
         isRepeat: ((Selected, Selected) -> Bool)?
     ) {
-        let subscription = Subscription(subscriber, queue: queue, select: select, isRepeat: isRepeat)
+        let subscription = Subscription(subscriber, queue: queue, select: select, isRepeat: isRepeat, queuedDeliveries: queuedDeliveries)
         let key = Observer.Key.subscriber(ObjectIdentifier(subscriber))
         submit(.perform { [self] in
             // A subscriber that went away may have left its address to this one: only a live entry counts.
@@ -355,15 +367,40 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     @inlinable
     func submit(_ job: Job) {
-        if executor.isCurrent && inTransit.load(ordering: .acquiring) == 0 {
+        if executor.isCurrent {
+            if !inbox.isEmpty { takeInbox() }
             accept(job)
-        } else {
-            inTransit.add(1, ordering: .releasing)
-            executor.enqueue { [self] in
-                inTransit.subtract(1, ordering: .releasing)
-                accept(job)
-            }
+        } else if inbox.push(job) {
+            executor.enqueue { [self] in runInbox() }
         }
+    }
+
+    /// Queues what other threads fired, oldest first. On the executor only, which then owes the
+    /// inbox a `runInbox` (already scheduled: the inbox was not idle).
+    @inlinable @inline(never)
+    func takeInbox() {
+        inbox.takeAll { pending.append($0) }
+    }
+
+    /// The one hop from other threads: runs what they fired, batch after batch, and what that fires
+    /// in turn, until they fire nothing more.
+    @inlinable
+    func runInbox() {
+        guard !draining else {
+            // Inside a running job (an executor that runs a job given from its own thread at once):
+            // the job's own loop runs them when it ends.
+            repeat { takeInbox() } while !inbox.endTaking()
+            return
+        }
+        draining = true
+        repeat {
+            // Each job runs from the inbox where it lies; what the batch fires on the executor waits
+            // in `pending` behind the whole batch, which came first.
+            inbox.takeAll { run($0) }
+            while let next = pending.popFirst() { run(next) }
+            sendGatheredStates()
+        } while !inbox.endTaking()
+        draining = false
     }
 
     @inlinable
@@ -374,6 +411,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
             run(job)
             if !pending.isEmpty { runPending() }
             draining = false
+            sendGatheredStates()
             return
         }
         pending.append(job)
@@ -383,20 +421,26 @@ public final class Core<StateType: State>: @unchecked Sendable {
             run(next)
         }
         draining = false
+        sendGatheredStates()
     }
 
     @inlinable
     func run(_ job: Job) {
         switch job {
         case .perform(let body):
+            sendGatheredStates()
             body()
         case .event(let event, let origin, let completion):
+            let result: Result<UInt64, any Error>
             do {
-                let state = try admit(event, origin: origin)
-                publishApplied(event, state: state)
-                completion?(.success(currentVersion))
+                publishApplied(event, state: try admit(event, origin: origin))
+                result = .success(currentVersion)
             } catch {
-                completion?(.failure(error))
+                result = .failure(error)
+            }
+            if let completion {
+                sendGatheredStates()
+                completion(result)
             }
         }
         if !removedDuringJob.isEmpty { dropRemovedDuringJob() }
@@ -459,6 +503,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
                     rejected.append(BatchRejection(index: index, error: error))
                 }
             }
+            sendGatheredStates()
             completion(.success(BatchOutcome(version: currentVersion, applied: events.count - rejected.count, rejected: rejected)))
         case .allOrNothing:
             // Apply everything first, keeping each intermediate state, and publish only once all
@@ -479,6 +524,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
                 current = state
                 publishApplied(event, state: state)
             }
+            sendGatheredStates()
             completion(.success(BatchOutcome(version: currentVersion, applied: events.count, rejected: [])))
         }
     }

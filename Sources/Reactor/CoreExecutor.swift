@@ -14,12 +14,12 @@ public protocol CoreExecutor: AnyObject, Sendable {
 }
 
 /// The default executor: a private serial dispatch queue. Never the main queue, which a server does not service.
-/// Jobs from other threads gather in an inbox (`JobInbox`), and one block on the queue runs all
+/// Jobs from other threads gather in an inbox (`AtomicInbox`), and one block on the queue runs all
 /// that gathered: one hop per batch of jobs, not per job.
 public final class DispatchQueueExecutor: CoreExecutor {
     public let queue: DispatchQueue
     private let key = DispatchSpecificKey<ObjectIdentifier>()
-    private let inbox = JobInbox()
+    private let inbox = AtomicInbox<@Sendable () -> Void>()
 
     public init(label: String = "reactor.core", qos: DispatchQoS = .userInitiated) {
         queue = DispatchQueue(label: label, qos: qos)
@@ -32,7 +32,7 @@ public final class DispatchQueueExecutor: CoreExecutor {
 
     public func enqueue(_ job: @escaping @Sendable () -> Void) {
         if inbox.push(job) {
-            queue.async { [inbox] in inbox.drain() }
+            queue.async { [inbox] in inbox.takeUntilIdle { job in job() } }
         }
     }
 }

@@ -31,14 +31,36 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
     /// Set by a removal that takes effect at once: what was sent to `queue` and has not run is dropped.
     @usableFromInline let cancelled = Atomic<Bool>(false)
     @usableFromInline let subscriberID: ObjectIdentifier
+    /// For a subscriber on its own queue: the selections of the core's running work, sent together
+    /// when it ends (`QueuedDeliveries`). Confined to the executor, and no access to it overlaps a
+    /// call out, hence @exclusivity(unchecked), as the core's own fields.
+    @exclusivity(unchecked) @usableFromInline var gathered: [Delivery] = []
+    /// The core's list of subscriptions with selections gathered.
+    @usableFromInline let queuedDeliveries: QueuedDeliveries
+    /// The batches sent to `queue` and not yet delivered: one block on the queue delivers all that
+    /// gathered, one hop per batch of states rather than per state.
+    @usableFromInline let outbox = AtomicInbox<[Delivery]>()
+
+    /// @unchecked Sendable: a selection of a Sendable state, handed over once and never shared after.
+    @usableFromInline
+    struct Delivery: @unchecked Sendable {
+        @usableFromInline let value: Selected
+        @usableFromInline let version: UInt64
+        @inlinable init(_ value: Selected, version: UInt64) {
+            self.value = value
+            self.version = version
+        }
+    }
 
     @inlinable
     init(
         _ subscriber: any Subscriber<Selected>,
         queue: DispatchQueue?,
         select: @escaping (StateType) -> Selected,
-        isRepeat: ((Selected, Selected) -> Bool)?
+        isRepeat: ((Selected, Selected) -> Bool)?,
+        queuedDeliveries: QueuedDeliveries
     ) {
+        self.queuedDeliveries = queuedDeliveries
         self.subscriber = subscriber
         self.queue = queue
         self.select = select
@@ -57,24 +79,43 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
             if let last, isRepeat(last, value) { return isLive }
             last = value
         }
-        guard let queue else {
+        guard queue != nil else {
             guard let subscriber else { return false }
             subscriber.update(with: value, version: version)
             return true
         }
         guard isLive, !cancelled.load(ordering: .relaxed) else { return false }
-        send(UncheckedValue(value), version: version, on: queue)
+        if gathered.isEmpty { queuedDeliveries.waiting.append(self) }
+        gathered.append(Delivery(value, version: version))
         return true
     }
 
-    /// Calls the subscriber on its queue, unless it was removed meanwhile; while it runs, a removal
-    /// of the subscriber from inside `update` takes effect at once (`SubscriberDelivery`).
-    @usableFromInline
-    func send(_ box: UncheckedValue<Selected>, version: UInt64, on queue: DispatchQueue) {
-        queue.async {
-            guard !self.cancelled.load(ordering: .acquiring), let subscriber = self.subscriber else { return }
-            SubscriberDelivery.$current.withValue(self) {
-                subscriber.update(with: box.value, version: version)
+    /// Sends what was gathered to `queue`, waking it if it was idle. On the executor.
+    @inlinable
+    func sendGathered() {
+        guard let queue else { return }
+        let batch = gathered
+        gathered = []
+        if outbox.push(batch) {
+            queue.async { self.deliverSent() }
+        }
+    }
+
+    /// On `queue`: calls the subscriber with every selection sent so far, in order, unless it was
+    /// removed meanwhile; while they run, a removal of the subscriber from inside `update` takes
+    /// effect at once (`SubscriberDelivery`), and the rest of the batch is dropped.
+    @inlinable
+    func deliverSent() {
+        guard let subscriber else {
+            outbox.takeUntilIdle { _ in }
+            return
+        }
+        SubscriberDelivery.during(self) {
+            outbox.takeUntilIdle { batch in
+                for delivery in batch {
+                    guard !cancelled.load(ordering: .acquiring) else { return }
+                    subscriber.update(with: delivery.value, version: delivery.version)
+                }
             }
         }
     }
@@ -86,12 +127,43 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
 }
 
 extension Subscription: CancellableDelivery {
+    @usableFromInline
     func cancel(ifDeliveringTo subscriber: AnyObject) {
         if ObjectIdentifier(subscriber) == subscriberID { cancel() }
     }
 }
 
+/// The subscriptions on queues of their own that were given selections during the core's running
+/// work. Each gets its selections in one block on its queue when the work ends, so that a burst of
+/// events costs a subscriber one hop, not one per state. Confined to the core's executor.
+/// @unchecked Sendable: created with the core and then touched only on its executor.
+@usableFromInline
+final class QueuedDeliveries: @unchecked Sendable {
+    /// Confined to the executor, and no access to it overlaps a call out: @exclusivity(unchecked),
+    /// as the core's own fields, since the core reads it after every event.
+    @exclusivity(unchecked) @usableFromInline var waiting: [any GatheredDeliveries] = []
+
+    @inlinable init() {}
+
+    /// Sends every subscription's gathered selections to its queue. The core calls it when its work ends.
+    @inlinable
+    func send() {
+        let sending = waiting
+        waiting = []
+        for subscription in sending { subscription.sendGathered() }
+    }
+}
+
+/// A subscription whose selections gather during the core's work (`QueuedDeliveries`).
+@usableFromInline
+protocol GatheredDeliveries: AnyObject {
+    func sendGathered()
+}
+
+extension Subscription: GatheredDeliveries {}
+
 /// A delivery running on a subscriber's own queue, which the subscriber may end from inside it.
+@usableFromInline
 protocol CancellableDelivery: AnyObject, Sendable {
     func cancel(ifDeliveringTo subscriber: AnyObject)
 }
@@ -99,14 +171,13 @@ protocol CancellableDelivery: AnyObject, Sendable {
 /// The delivery whose `update` runs on this thread, while one runs on a subscriber's own queue:
 /// `Core.remove(subscriber:)` called from there stops the deliveries already sent to that queue.
 /// (A task-local value outside a task is bound to the thread for the duration of `withValue`.)
+@usableFromInline
 enum SubscriberDelivery {
     @TaskLocal static var current: (any CancellableDelivery)?
-}
 
-/// Carries a selected value to a subscriber's queue.
-/// @unchecked Sendable: a selection of a Sendable state, handed over once and never shared after.
-@usableFromInline
-struct UncheckedValue<Value>: @unchecked Sendable {
-    @usableFromInline let value: Value
-    @inlinable init(_ value: Value) { self.value = value }
+    /// Runs `body` as `delivery`'s.
+    @usableFromInline
+    static func during(_ delivery: any CancellableDelivery, _ body: () -> Void) {
+        $current.withValue(delivery, operation: body)
+    }
 }

@@ -79,6 +79,54 @@ final class SubscriberTests: XCTestCase {
         XCTAssertEqual(recorder.values.map(\.count), Array(0...100))
     }
 
+    /// States sent to a subscriber's queue while a block that delivers there is still waiting ride
+    /// in that block: one hop per batch of states, not one per state.
+    func testStatesSentWhileASubscribersQueueIsBusyRideInTheBlockAlreadyThere() {
+        let core = Core(state: Counter())
+        let queue = DispatchQueue(label: "subscriber")
+        let seen = Locked<[String]>([])
+        let recorder = Recorder<Counter> { _, state, _ in seen.withLock { $0.append("state \(state.count)") } }
+        core.add(subscriber: recorder, notifyOnQueue: queue)
+        core.drain()
+        queue.sync {}
+        queue.suspend()
+        core.fire(events: [Add(), Add(), Add()], mode: .allOrNothing) { _ in }
+        core.drain()
+        queue.async { seen.withLock { $0.append("marker") } }
+        core.fire(events: [Add(), Add()], mode: .allOrNothing) { _ in }
+        core.drain()
+        queue.resume()
+        queue.sync {}
+        XCTAssertEqual(seen.withLock { $0 }, ["state 0", "state 1", "state 2", "state 3", "state 4", "state 5", "marker"])
+    }
+
+    /// Whoever learns of a version from the core finds every state up to it already sent to
+    /// subscribers on their own queues: the states of a burst are gathered, not held back.
+    func testAVersionReportedByTheCoreIsAlreadyOnTheSubscribersQueue() async throws {
+        let core = Core(state: Counter())
+        let queue = DispatchQueue(label: "subscriber")
+        let recorder = Recorder<Counter>()
+        core.add(subscriber: recorder, notifyOnQueue: queue)
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            for _ in 0..<500 { core.fire(event: Add()) }
+        }
+        let version = try await core.fireAndWait(event: Add())
+        queue.sync {}
+        XCTAssertEqual(recorder.versions.last, version)
+        XCTAssertEqual(recorder.versions, Array(0...1_001))
+
+        let batchVersion = Locked<UInt64?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        core.fire(events: [Add(), Add(), Add()], mode: .allOrNothing) { outcome in
+            queue.sync {}
+            batchVersion.withLock { $0 = try? outcome.get().version }
+            XCTAssertEqual(recorder.versions.last, try? outcome.get().version, "a batch's completion came before its states")
+            answered.signal()
+        }
+        XCTAssertEqual(answered.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(batchVersion.withLock { $0 }, 1_004)
+    }
+
     func testASelectorDeliversItsSelection() {
         let core = Core(state: Counter())
         let names = Recorder<String?>()
