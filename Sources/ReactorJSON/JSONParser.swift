@@ -182,13 +182,63 @@ struct JSONByteReader {
         }
         position += 1  // '{'
         skipWhitespace()
-        var members = JSON.Object()
         if position < count, base[position] == ASCII.closeBrace {
             position += 1
-            return .object(members)
+            return .object(JSON.Object())
         }
-        // Most objects on the wire are small: room for a few members up front saves regrowing twice.
-        members.reserveCapacity(4)
+        // Most objects on the wire are small: their keys and values are gathered in two arrays, each
+        // key checked against the earlier ones by its print before any string is compared, and the
+        // dictionary made once. (Inserted one by one, a small ordered dictionary, which has no hash
+        // table, compares every new key with every earlier one as strings.)
+        var keys: [String] = []
+        var values: [JSON] = []
+        keys.reserveCapacity(4)
+        values.reserveCapacity(4)
+        var prints = SmallObjectKeyPrints()
+        var printsAreExact = true
+        while true {
+            guard position < count, base[position] == ASCII.quote else {
+                throw expected("'\"' to start an object key")
+            }
+            let keyOffset = position
+            let key: String
+            let print: UInt64
+            switch try parseStringContent() {
+            case .unescaped(let bytes):
+                key = String(decoding: bytes, as: UTF8.self)
+                print = Self.keyPrint(bytes)
+            case .decoded(let decoded):
+                // A key written with escapes has no print of its own bytes: compare every key as a string.
+                key = decoded
+                print = 0
+                printsAreExact = false
+            }
+            try skipColonAfterKey()
+            let value = try parseValue(depth: depth)
+            let earlier = prints.firstIndex(of: key, print: print, among: keys, printsAreExact: printsAreExact)
+            if let earlier {
+                if rejectsDuplicateKeys { throw error("duplicate key \"\(key)\" in object", at: keyOffset) }
+                // As `updateValue(_:forKey:)`: the last value, at the first key's place.
+                values[earlier] = value
+            } else {
+                prints.set(print, at: keys.count)
+                keys.append(key)
+                values.append(value)
+            }
+            if try endOfMember() { return .object(JSON.Object(uncheckedUniqueKeys: keys, values: values)) }
+            if keys.count == Self.smallObjectLimit {
+                var members = JSON.Object(uncheckedUniqueKeys: keys, values: values)
+                try parseMembers(into: &members, depth: depth)
+                return .object(members)
+            }
+        }
+    }
+
+    /// How many members an object gathers in arrays before it becomes a dictionary with a hash table.
+    static var smallObjectLimit: Int { SmallObjectKeyPrints.capacity }
+
+    /// The rest of a large object's members, after the first few: inserted with hashing.
+    mutating func parseMembers(into members: inout JSON.Object, depth: Int) throws(JSONParseError) {
         while true {
             guard position < count, base[position] == ASCII.quote else {
                 throw expected("'\"' to start an object key")
@@ -200,8 +250,25 @@ struct JSONByteReader {
             if members.updateValue(value, forKey: key) != nil, rejectsDuplicateKeys {
                 throw error("duplicate key \"\(key)\" in object", at: keyOffset)
             }
-            if try endOfMember() { return .object(members) }
+            if try endOfMember() { return }
         }
+    }
+
+    /// A key's print, from its bytes (no escapes): equal keys have equal prints, and keys of up to
+    /// seven bytes have prints of their own (the length and the bytes themselves).
+    @inline(__always)
+    static func keyPrint(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        guard let start = bytes.baseAddress else { return 0 }
+        let length = bytes.count
+        if length >= 8 {
+            let raw = UnsafeRawPointer(start)
+            let head = raw.loadUnaligned(as: UInt64.self)
+            let tail = raw.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
+            return (head &* 0x9E37_79B9_7F4A_7C15) ^ tail ^ UInt64(length)
+        }
+        var print = UInt64(length) << 56
+        for index in 0..<length { print |= UInt64(start[index]) << (UInt64(index) &* 8) }
+        return print
     }
 
     /// Between a key and its value: the ':' and the whitespace around it.
@@ -662,4 +729,32 @@ private func hex2(_ byte: UInt8) -> String {
 
 private func hex4(_ unit: UInt16) -> String {
     hex2(UInt8(unit >> 8)) + hex2(UInt8(unit & 0xFF))
+}
+
+/// The prints of a small object's keys, held in the parser's stack frame: no allocation per object.
+struct SmallObjectKeyPrints {
+    static var capacity: Int { 15 }
+    private var prints: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                         UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+    /// Where `key` is among `keys`, whose prints these are: strings are compared only where the
+    /// prints are equal, unless they are not exact (a key written with escapes).
+    @inline(__always)
+    mutating func firstIndex(of key: String, print: UInt64, among keys: [String], printsAreExact: Bool) -> Int? {
+        precondition(keys.count <= Self.capacity)
+        return withUnsafeMutableBytes(of: &prints) { raw in
+            let prints = raw.bindMemory(to: UInt64.self)
+            for index in keys.indices where !printsAreExact || prints[index] == print {
+                if keys[index] == key { return index }
+            }
+            return nil
+        }
+    }
+
+    @inline(__always)
+    mutating func set(_ print: UInt64, at index: Int) {
+        precondition(index >= 0 && index < Self.capacity)
+        withUnsafeMutableBytes(of: &prints) { $0.storeBytes(of: print, toByteOffset: index &* 8, as: UInt64.self) }
+    }
 }

@@ -41,6 +41,53 @@ final class JSONParserTests: XCTestCase {
         XCTAssertEqual(value.jsonString, #"{"a":3,"b":2}"#)
     }
 
+    /// Keys written with escapes, keys of eight bytes and more (whose prints may collide), and
+    /// objects past the small-object limit (inserted with hashing) all find their duplicates.
+    func testDuplicateKeysAreFoundHoweverTheyAreWrittenAndHoweverLargeTheObject() throws {
+        let escaped = try JSON(parsing: #"{"ab":1,"player100":2,"a\u0062":3,"player101":4,"player100":5}"#)
+        XCTAssertEqual(escaped.jsonString, #"{"ab":3,"player100":5,"player101":4}"#)
+        let sameEnds = try JSON(parsing: #"{"abcdefgh-1-abcdefgh":1,"abcdefgh-2-abcdefgh":2,"abcdefgh-1-abcdefgh":3}"#)
+        XCTAssertEqual(sameEnds.jsonString, #"{"abcdefgh-1-abcdefgh":3,"abcdefgh-2-abcdefgh":2}"#)
+        for size in [14, 15, 16, 40] {
+            let members = (0..<size).map { "\"k\($0)\":\($0)" } + ["\"k0\":\"first\"", "\"k\(size - 1)\":\"last\""]
+            let value = try JSON(parsing: "{" + members.joined(separator: ",") + "}")
+            let object = try XCTUnwrap(value.objectValue)
+            XCTAssertEqual(Array(object.keys), (0..<size).map { "k\($0)" }, "\(size) members")
+            XCTAssertEqual(object["k0"], "first")
+            XCTAssertEqual(object["k\(size - 1)"], "last")
+            let strict = expectParseError("{" + members.joined(separator: ",") + "}", parser: JSONParser(duplicateKeys: .reject))
+            XCTAssertEqual(strict?.message, #"duplicate key "k0" in object"#, "\(size) members")
+        }
+        let nested = try JSON(parsing: #"{"a":{"a":1,"b":{"a":2,"a":3}},"b":4,"a":5}"#)
+        XCTAssertEqual(nested.jsonString, #"{"a":5,"b":4}"#)
+        let inner = try JSON(parsing: #"{"x":{"a":1,"b":{"a":2,"a":3}},"y":{"a":4}}"#)
+        XCTAssertEqual(inner.jsonString, #"{"x":{"a":1,"b":{"a":3}},"y":{"a":4}}"#)
+    }
+
+    /// Random objects whose keys repeat, some written with escapes, some sharing their first and
+    /// last eight bytes: each parses as members inserted one by one would make it.
+    func testRandomObjectsWithRepeatedKeysParseAsMembersInsertedOneByOne() throws {
+        var generator = SystemRandomNumberGenerator()
+        let names = ["a", "b", "ab", "name", "player-1-of-many-x", "player-2-of-many-x", "abcdefgh", "abcdefgi", "", "é"]
+        for _ in 0..<500 {
+            var expected = JSON.Object()
+            var members: [String] = []
+            for index in 0..<Int.random(in: 1...40, using: &generator) {
+                let name = names.randomElement(using: &generator)!
+                // Every other occurrence of an ASCII letter written as an escape.
+                let written = Bool.random(using: &generator) && name.first?.isASCII == true && !name.isEmpty
+                    ? String(format: "\\u%04x", name.unicodeScalars.first!.value) + name.dropFirst()
+                    : name
+                members.append("\"\(written)\":\(index)")
+                expected.updateValue(JSON.integer(Int64(index)), forKey: name)
+            }
+            let text = "{" + members.joined(separator: ",") + "}"
+            let parsed = try JSON(parsing: text)
+            XCTAssertEqual(parsed, .object(expected), text)
+            XCTAssertEqual(parsed.objectValue.map { Array($0.keys) }, Array(expected.keys), text)
+        }
+    }
+
     func testDuplicateKeysCanBeRejected() throws {
         let error = expectParseError(#"{"a":1,"a":2}"#, parser: JSONParser(duplicateKeys: .reject))
         XCTAssertEqual(error?.message, #"duplicate key "a" in object"#)
