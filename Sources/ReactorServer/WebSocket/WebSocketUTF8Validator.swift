@@ -15,10 +15,10 @@ public struct WebSocketUTF8Validator: Hashable, Sendable {
         case invalid
     }
 
-    // Each state names what the next byte must be. The lead byte's special cases (E0, ED, F0,
+    // Each case names what the next byte must be. The lead byte's special cases (E0, ED, F0,
     // F4) narrow the range of the first continuation byte; that is what excludes overlongs,
     // surrogates and values above U+10FFFF without decoding anything.
-    private enum State: UInt8, Hashable, Sendable {
+    private enum NextByte: UInt8, Hashable, Sendable {
         case boundary
         case needs1          // 80–BF, then boundary
         case needs2          // 80–BF, then needs1
@@ -30,7 +30,7 @@ public struct WebSocketUTF8Validator: Hashable, Sendable {
         case invalid
     }
 
-    private var state: State = .boundary
+    private var state: NextByte = .boundary
 
     public init() {}
 
@@ -84,7 +84,7 @@ public struct WebSocketUTF8Validator: Hashable, Sendable {
         bytes.withUnsafeBytes { isValid($0) }
     }
 
-    private static func next(_ state: State, _ byte: UInt8) -> State {
+    private static func next(_ state: NextByte, _ byte: UInt8) -> NextByte {
         switch state {
         case .boundary:
             switch byte {
