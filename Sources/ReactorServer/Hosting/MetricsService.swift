@@ -7,10 +7,6 @@ final class MetricsService<StateType: HostedState> {
     private let metrics: ServerMetrics
     private let pipeline: CommitPipeline<StateType>
     private let hub: SubscriptionHub<StateType>
-    /// Set once the HTTP server exists (it is built from the routes registered here).
-    /// unowned(unsafe): the StateServer owns both and they live as long as each other; a weak
-    /// reference would give the server a side table and slow every retain and release of it.
-    unowned(unsafe) var http: HTTPServer!
 
     init(metrics: ServerMetrics, pipeline: CommitPipeline<StateType>, hub: SubscriptionHub<StateType>) {
         self.metrics = metrics
@@ -37,7 +33,7 @@ final class MetricsService<StateType: HostedState> {
             text.histogram("reactor_http_request_duration_seconds", [("route", metrics.routeName(index))], histogram)
         }
         text.family("reactor_http_connections_open", .gauge, help: "Open connections (HTTP, WebSocket and event streams).")
-        text.sample("reactor_http_connections_open", http.connectionCount)
+        text.sample("reactor_http_connections_open", metrics.openConnections())
         text.family("reactor_http_connections_accepted_total", .counter, help: "Connections accepted.")
         text.sample("reactor_http_connections_accepted_total", metrics.connectionsAccepted)
         text.family("reactor_http_connections_refused_total", .counter, help: "Connections answered and closed at once, by reason.")

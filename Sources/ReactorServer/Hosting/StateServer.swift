@@ -73,7 +73,6 @@ public final class StateServer<StateType: HostedState> {
         if !configuration.tokens.isEmpty { chain.append(AuthMiddleware(tokens: configuration.tokens)) }
         http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, metrics: metrics, tls: tls, logger: logger)
         subscriptions.http = http
-        metricsService.http = http
     }
 
     /// The subscription hub (for tests of what it keeps).

@@ -25,6 +25,8 @@ public final class ServerMetrics {
     @exclusivity(unchecked) var rateLimitedEvents: UInt64 = 0
     @exclusivity(unchecked) var connectionsAccepted: UInt64 = 0
     @exclusivity(unchecked) var connectionsRefused: [String: UInt64] = [:]
+    /// The open connections (HTTP, WebSocket and event streams) of the server that reports here.
+    var openConnections: () -> Int = { 0 }
 
     public init() {}
 

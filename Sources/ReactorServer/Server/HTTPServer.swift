@@ -59,6 +59,8 @@ public final class HTTPServer {
         responder = middleware.chained { [routes] request, context, respond in
             routes.respond(to: request, context: context, respond: respond)
         }
+        // Unowned: the metrics outlive no server that reports to them (a server's owner keeps both).
+        metrics.openConnections = { [unowned self] in connectionCount }
     }
 
     /// Binds and listens; throws if the address cannot be bound.
