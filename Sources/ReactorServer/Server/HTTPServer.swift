@@ -59,7 +59,7 @@ public final class HTTPServer {
         responder = middleware.chained { [routes] request, context, respond in
             routes.respond(to: request, context: context, respond: respond)
         }
-        // Unowned: the metrics outlive no server that reports to them (a server's owner keeps both).
+        // Unowned: `/metrics`, the one reader, is a route of this server, so the server is alive when it is read.
         metrics.openConnections = { [unowned self] in connectionCount }
     }
 
