@@ -136,9 +136,8 @@ extension Subscription: CancellableDelivery {
 /// The subscriptions on queues of their own that were given selections during the core's running
 /// work. Each gets its selections in one block on its queue when the work ends, so that a burst of
 /// events costs a subscriber one hop, not one per state. Confined to the core's executor.
-/// @unchecked Sendable: created with the core and then touched only on its executor.
 @usableFromInline
-final class QueuedDeliveries: @unchecked Sendable {
+final class QueuedDeliveries {
     /// Confined to the executor, and no access to it overlaps a call out: @exclusivity(unchecked),
     /// as the core's own fields, since the core reads it after every event.
     @exclusivity(unchecked) @usableFromInline var waiting: [any GatheredDeliveries] = []

@@ -226,16 +226,13 @@ struct JSONByteReader {
                 values.append(value)
             }
             if try endOfMember() { return .object(JSON.Object(uncheckedUniqueKeys: keys, values: values)) }
-            if keys.count == Self.smallObjectLimit {
+            if keys.count == SmallObjectKeyPrints.capacity {
                 var members = JSON.Object(uncheckedUniqueKeys: keys, values: values)
                 try parseMembers(into: &members, depth: depth)
                 return .object(members)
             }
         }
     }
-
-    /// How many members an object gathers in arrays before it becomes a dictionary with a hash table.
-    static var smallObjectLimit: Int { SmallObjectKeyPrints.capacity }
 
     /// The rest of a large object's members, after the first few: inserted with hashing.
     mutating func parseMembers(into members: inout JSON.Object, depth: Int) throws(JSONParseError) {
@@ -733,6 +730,7 @@ private func hex4(_ unit: UInt16) -> String {
 
 /// The prints of a small object's keys, held in the parser's stack frame: no allocation per object.
 struct SmallObjectKeyPrints {
+    /// How many members an object gathers in arrays before it becomes a dictionary with a hash table.
     static var capacity: Int { 15 }
     private var prints: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
                          UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
