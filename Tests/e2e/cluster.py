@@ -5,8 +5,10 @@ events from threads on keep-alive connections.
 The Redis layout the nodes keep for a cluster key KEY (the braces are literal, a Redis Cluster hash
 tag, so the three keys share one slot):
 
-    reactor:{KEY}:log       a stream, one entry per event: ID `<version>-0`, fields `e` (the event's
-                            JSON record) and `n` (the name of the node that appended it)
+    reactor:{KEY}:log       a stream, one entry per append: ID `<version>-0` (its last event's),
+                            fields `n` (the name of the node that appended it) and `g` (the events'
+                            JSON records, each as `<length> <bytes>\n`, the first one following the
+                            previous entry's version; `group_records` reads them)
     reactor:{KEY}:meta      a hash: `version` (the head), `epoch` (a random id set when the cluster
                             was created)
     reactor:{KEY}:snapshot  a hash: `version`, `state`
@@ -242,7 +244,8 @@ class RedisServer:
     # What the nodes wrote ------------------------------------------------------------------
 
     def stream(self, key: str) -> list[tuple[str, dict[str, str]]]:
-        """Every entry of reactor:{key}:log, oldest first: [(entry ID, fields)]."""
+        """Every event of reactor:{key}:log, oldest first, each as if it had an entry of its own:
+        [(`<version>-0`, {"n": node, "e": record})]."""
         entries: list[tuple[str, dict[str, str]]] = []
         start = "-"
         with self.client() as client:
@@ -250,14 +253,37 @@ class RedisServer:
                 page = client.command("XRANGE", log_key(key), start, "+", "COUNT", 1000) or []
                 entries += [(entry_id, pairs(fields)) for entry_id, fields in page]
                 if len(page) < 1000:
-                    return entries
+                    break
                 start = "(" + page[-1][0]
+        events = []
+        for entry_id, fields in entries:
+            last = stream_versions([(entry_id, fields)])[0]
+            assert "n" in fields and "g" in fields, f"entry {entry_id} lacks n or g: {fields}"
+            records = group_records(fields["g"])
+            for offset, record in enumerate(records):
+                events.append((f"{last - len(records) + 1 + offset}-0", {"n": fields["n"], "e": record}))
+        return events
 
     def meta(self, key: str) -> dict[str, str]:
         return pairs(self.command("HGETALL", meta_key(key)))
 
     def stream_length(self, key: str) -> int:
         return self.command("XLEN", log_key(key))
+
+
+def group_records(group: str) -> list[str]:
+    """The records of an entry's `g` field: `<decimal length> <record>\n` each, the length in
+    bytes of the record's UTF-8."""
+    data, records, index = group.encode(), [], 0
+    while index < len(data):
+        space = data.index(b" ", index)
+        length = int(data[index:space].decode("ascii"))
+        start = space + 1
+        assert data[start + length:start + length + 1] == b"\n", f"record at byte {index} is not followed by a newline"
+        records.append(data[start:start + length].decode())
+        index = start + length + 1
+    assert records, "an entry with no records"
+    return records
 
 
 def stream_versions(entries: list[tuple[str, dict[str, str]]]) -> list[int]:

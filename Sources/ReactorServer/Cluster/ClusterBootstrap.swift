@@ -43,11 +43,12 @@ public enum ClusterBootstrap {
             var applied = version
             var complete = true
             while true {
-                let range = try redis.send(RedisCommand.encode(["XRANGE", keys.log, "(" + ClusterKeys.entryID(applied), "+", "COUNT", "1000"]))
+                // From the entry that holds the next version (see `StreamEntryFormat`).
+                let range = try redis.send(RedisCommand.encode(["XRANGE", keys.log, ClusterKeys.entryID(applied + 1), "+", "COUNT", "1000"]))
                 guard let entries = range.elements else {
                     throw EventLogError(.unavailable, "Redis refused to read the cluster's stream: \(range.errorMessage ?? "\(range)")")
                 }
-                let records = RedisStreamLog.records(from: entries)
+                let records = try StreamEntryFormat.records(of: entries).filter { $0.version > applied }
                 if let first = records.first, first.version != applied + 1 {
                     complete = false
                     break

@@ -2,8 +2,9 @@
 /// is one script, so that it happens whole or not at all, and only on the history the caller knows.
 ///
 /// For the cluster key `shop`:
-/// - `reactor:{shop}:log`, a stream: one entry per event, its ID `<version>-0`, its fields `e` (the
-///   event's record, as a journal holds it) and `n` (the node that appended it);
+/// - `reactor:{shop}:log`, a stream: one entry per append, its ID `<version>-0` (the version of its
+///   last event), its fields `n` (the node that appended it) and `g` (the records of its events, as a
+///   journal holds them; see `StreamEntryFormat`);
 /// - `reactor:{shop}:meta`, a hash: `version` (the stream's head), `epoch` (an id drawn when the
 ///   cluster was created: a Redis that lost its data has none, or another), `snapshot` (the version
 ///   of the newest snapshot; the stream holds only the entries after it);
@@ -41,8 +42,9 @@ public struct ClusterKeys: Sendable {
 
 public enum ClusterScripts {
     /// Compare-and-append. KEYS: meta, log. ARGV: the version the caller's records follow, the epoch
-    /// it knows, its node name, then one record per event. Appends them all, with the versions after
-    /// the expected one, only if the stream's head is that version and the epoch is the caller's.
+    /// it knows, its node name, the number of records, and the records (`StreamEntryFormat.group`).
+    /// Appends them as one entry, with the version of the last one, only if the stream's head is the
+    /// expected version and the epoch is the caller's.
     /// Answers `{"ok", head}`, `{"behind", head}` (nothing written: the caller's tail brings what
     /// the others appended, and it tries again on top), or `{"epoch", epoch}` (the history the
     /// caller knows is not this Redis's).
@@ -50,12 +52,9 @@ public enum ClusterScripts {
         local epoch = redis.call('HGET', KEYS[1], 'epoch')
         if epoch ~= ARGV[2] then return {'epoch', epoch or ''} end
         local head = tonumber(redis.call('HGET', KEYS[1], 'version'))
-        local expected = tonumber(ARGV[1])
-        if head ~= expected then return {'behind', tostring(head)} end
-        for i = 4, #ARGV do
-          head = head + 1
-          redis.call('XADD', KEYS[2], string.format('%d-0', head), 'n', ARGV[3], 'e', ARGV[i])
-        end
+        if head ~= tonumber(ARGV[1]) then return {'behind', tostring(head)} end
+        head = head + tonumber(ARGV[4])
+        redis.call('XADD', KEYS[2], string.format('%d-0', head), 'n', ARGV[3], 'g', ARGV[5])
         redis.call('HSET', KEYS[1], 'version', head)
         return {'ok', tostring(head)}
         """

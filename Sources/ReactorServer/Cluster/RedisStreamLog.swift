@@ -196,24 +196,27 @@ public final class RedisStreamLog: SharedEventLog {
             guard let self else { return }
             if case .error = reply { return }  // the connection is closing; it is opened again
             if let entries = reply.elements?.first?.elements?.last?.elements {
-                let records = Self.records(from: entries)
-                if let last = records.last {
-                    tailCursor = max(tailCursor, last.version)
-                    lastVersion = max(lastVersion, last.version)
-                    if lostHistory == nil { onRecords?(records) }
+                do throws(EventLogError) {
+                    let records = try StreamEntryFormat.records(of: entries)
+                    if let last = records.last {
+                        tailCursor = max(tailCursor, last.version)
+                        lastVersion = max(lastVersion, last.version)
+                        if lostHistory == nil { onRecords?(records) }
+                    }
+                } catch {
+                    return unreadable(error)
                 }
             }
             readTail()
         }
     }
 
-    /// The records of XRANGE or XREAD entries: `[id, [field, value, ...]]` each.
-    static func records(from entries: [RedisReply]) -> [LogRecord] {
-        entries.compactMap { entry in
-            guard let parts = entry.elements, parts.count == 2, let id = parts[0].string,
-                  let version = ClusterKeys.version(ofEntryID: id), let payload = parts[1].fields?["e"] else { return nil }
-            return LogRecord(version: version, payload: payload)
-        }
+    /// The stream holds what this node cannot read (written by something else than reactord): it
+    /// stops following, and refuses writes, rather than show its subscribers another history.
+    private func unreadable(_ error: EventLogError) {
+        guard lostHistory == nil else { return }
+        lostHistory = "\(error.message). This node refuses writes and keeps serving the state it has; see docs/cluster.md."
+        logger.critical("the cluster's stream in Redis cannot be read", metadata: ["detail": "\(lostHistory!)"])
     }
 
     // MARK: The heartbeat
@@ -271,10 +274,9 @@ public final class RedisStreamLog: SharedEventLog {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
         let started = DispatchTime.now().uptimeNanoseconds
-        var arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.appendSHA.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.log.utf8),
-                                    Array(String(first.version - 1).utf8), Array(epoch.utf8), Array(options.node.utf8)]
-        arguments.reserveCapacity(arguments.count + records.count)
-        for record in records { arguments.append(record.payload) }
+        let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.appendSHA.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.log.utf8),
+                                    Array(String(first.version - 1).utf8), Array(epoch.utf8), Array(options.node.utf8),
+                                    Array(String(records.count).utf8), StreamEntryFormat.group(records)]
         send(script: ClusterScripts.append, arguments: arguments, on: commands) { [weak self] reply in
             guard let self else { return }
             let parts = reply.elements ?? []
@@ -340,13 +342,17 @@ public final class RedisStreamLog: SharedEventLog {
         guard isConnected, let commands else {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
-        let command = RedisCommand.encode(["XRANGE", keys.log, "(" + ClusterKeys.entryID(version), "+", "COUNT", String(max(limit, 1))])
+        // From the entry that holds version + 1: the one whose last version is that or the next.
+        let command = RedisCommand.encode(["XRANGE", keys.log, ClusterKeys.entryID(version + 1), "+", "COUNT", String(max(limit, 1))])
         commands.send(command) { [weak self] reply in
             guard let self else { return }
             guard let entries = reply.elements else {
                 return completion(.failure(EventLogError(.unavailable, "Redis refused a read: \(reply.errorMessage ?? "\(reply)")")))
             }
-            let records = Self.records(from: entries)
+            let records: [LogRecord]
+            do throws(EventLogError) { records = Array(try StreamEntryFormat.records(of: entries).lazy.filter { $0.version > version }.prefix(max(limit, 1))) } catch {
+                return completion(.failure(error))
+            }
             if let first = records.first, first.version != version + 1 {
                 return completion(.failure(EventLogError(.gone, "Redis keeps only the events after the snapshot of version \(first.version - 1)")))
             }

@@ -1,15 +1,21 @@
 import CUV
 import DequeModule
 
-/// One connection to Redis on the loop thread, through hiredis's async API and its libuv adapter:
-/// commands go out as they are issued (pipelined), and each reply comes back, in order, to the
-/// closure given with its command, on the loop thread.
+/// One connection to Redis on the loop thread, through hiredis's async API: commands are pipelined,
+/// and each reply comes back, in order, to the closure given with its command, on the loop thread.
+///
+/// hiredis is driven by event hooks of our own rather than its libuv adapter. Its socket is watched
+/// for reading all along, and the commands of a turn are written together at the end of the turn
+/// (`WriteBatch.writeAtEndOfTurn`, with the connections' answers), as Redis writes its own replies.
+/// The adapter instead waits for the socket to say it is writable before each write, and restarts
+/// its poll handle for every hook hiredis calls: several `epoll_ctl` and a turn of the loop per
+/// command. Writability is watched only while connecting and while a write is left half done.
 ///
 /// hiredis has no timeouts of its own: a command that gets no reply within its deadline (a dead or
 /// partitioned server), or a connection that does not open within the timeout, closes the
 /// connection, and every command waiting on it gets an error reply. A closed connection stays
 /// closed; its owner opens a new one.
-final class RedisConnection {
+final class RedisConnection: EndOfTurnWriter {
     /// Why a connection closed, or nil while it is open.
     private(set) var closeReason: String?
     private(set) var isConnected = false
@@ -24,6 +30,14 @@ final class RedisConnection {
     private var deadlines: Deque<UInt64> = []
     private var connectDeadline: UInt64
     private var watchdog: LoopTimer?
+    /// The poll handle on hiredis's socket, and what it watches.
+    private let poll = LoopHandle<uv_poll_t>()
+    private var polled: Int32 = 0
+    private var wantsRead = false
+    private var wantsWritable = false
+    private var pollClosed = false
+    /// Waiting in the write batch for the end of the turn.
+    private var writeQueued = false
 
     /// Opens a connection to `host:port`. `onConnected` runs once it is open; `onClosed` once it has
     /// closed for good, for whatever reason (after every waiting command got its error reply). A
@@ -36,12 +50,15 @@ final class RedisConnection {
         self.onClosed = onClosed
         connectDeadline = uv_now(loop.loop) + timeoutMilliseconds
         let context = redisAsyncConnect(host, port)
-        guard let context, context.pointee.err == 0, redisLibuvAttach(context, loop.loop) == REDIS_OK else {
+        guard let context, context.pointee.err == 0, uv_poll_init(loop.loop, poll.pointer, context.pointee.c.fd) == 0 else {
             closeReason = Self.error(of: context)
             if let context { redisAsyncFree(context) }
+            poll.deallocate()
             return
         }
         self.context = context
+        poll.attach(to: self)
+        attachHooks(to: context)
         // Held by hiredis (its `data`) until the connection is closed: released in `closed`.
         let retained = Unmanaged.passRetained(self)
         retainedByContext = retained
@@ -95,6 +112,67 @@ final class RedisConnection {
         redisAsyncFree(context)
         // Freed before it connected, hiredis calls neither of its callbacks.
         if !wasConnected, self.context != nil { closed(closeReason!) }
+    }
+
+    // MARK: hiredis's event hooks
+
+    /// Points hiredis's hooks at this connection (unretained: the context retains it, see
+    /// `retainedByContext`, and calls the hooks no more once freed).
+    private func attachHooks(to context: UnsafeMutablePointer<redisAsyncContext>) {
+        context.pointee.ev.data = Unmanaged.passUnretained(self).toOpaque()
+        context.pointee.ev.addRead = { RedisConnection.hooked($0).watch(read: true) }
+        context.pointee.ev.delRead = { RedisConnection.hooked($0).watch(read: false) }
+        context.pointee.ev.addWrite = { RedisConnection.hooked($0).hasOutput() }
+        context.pointee.ev.delWrite = { RedisConnection.hooked($0).watch(writable: false) }
+        context.pointee.ev.cleanup = { RedisConnection.hooked($0).stopPolling() }
+    }
+
+    private static func hooked(_ data: UnsafeMutableRawPointer?) -> RedisConnection {
+        Unmanaged<RedisConnection>.fromOpaque(data!).takeUnretainedValue()
+    }
+
+    /// hiredis holds bytes to write. Connected, they wait for the end of the turn; connecting (its
+    /// connection is done when the socket turns writable) or with a write left half done, for the
+    /// socket to take more.
+    private func hasOutput() {
+        if !isConnected || writingAtEndOfTurn { return watch(writable: true) }
+        guard !writeQueued, !wantsWritable else { return }
+        writeQueued = true
+        loop.writeBatch.writeAtEndOfTurn(self)
+    }
+
+    private var writingAtEndOfTurn = false
+
+    func writeAtEndOfTurn() {
+        writeQueued = false
+        guard let context else { return }
+        writingAtEndOfTurn = true
+        redisAsyncHandleWrite(context)
+        writingAtEndOfTurn = false
+    }
+
+    private func watch(read: Bool? = nil, writable: Bool? = nil) {
+        if let read { wantsRead = read }
+        if let writable { wantsWritable = writable }
+        let events = (wantsRead ? Int32(UV_READABLE.rawValue) : 0) | (wantsWritable ? Int32(UV_WRITABLE.rawValue) : 0)
+        guard events != polled, !pollClosed else { return }
+        polled = events
+        if events == 0 {
+            uv_poll_stop(poll.pointer)
+            return
+        }
+        uv_poll_start(poll.pointer, events) { handle, status, events in
+            guard status == 0 else { return }
+            let connection = LoopHandle.owner(of: handle, as: RedisConnection.self)
+            if events & Int32(UV_READABLE.rawValue) != 0, let context = connection.context { redisAsyncHandleRead(context) }
+            if events & Int32(UV_WRITABLE.rawValue) != 0, let context = connection.context { redisAsyncHandleWrite(context) }
+        }
+    }
+
+    /// hiredis frees the context (and then closes its socket): the poll handle goes first.
+    private func stopPolling() {
+        pollClosed = true
+        poll.close()
     }
 
     private func opened() {

@@ -33,6 +33,11 @@ final class WriteBatch {
     @exclusivity(unchecked) private var entryCount = 0
     /// A connection that fails mid-flush closes, and a close flushes: not again from inside this one.
     @exclusivity(unchecked) private var isFlushing = false
+    /// Writers that keep their output themselves (a Redis connection: hiredis holds its commands),
+    /// written after the connections' bytes at the end of the turn; two lists, swapped, so that
+    /// neither is modified while it is walked.
+    private var lateWriters: [any EndOfTurnWriter] = []
+    private var writing: [any EndOfTurnWriter] = []
     /// Its own handle rather than a `PrepareWatcher`: a watcher closes its handle when released,
     /// which for the loop's own batch would come after the loop itself is freed.
     private let handle = LoopHandle<uv_prepare_t>()
@@ -46,7 +51,7 @@ final class WriteBatch {
         uv_prepare_init(loop, handle.pointer)
         handle.attach(to: self)
         uv_prepare_start(handle.pointer) { handle in
-            LoopHandle.owner(of: handle, as: WriteBatch.self).flush()
+            LoopHandle.owner(of: handle, as: WriteBatch.self).endTurn()
         }
         // Pending bytes always belong to an open connection, which keeps the loop alive itself.
         handle.unref()
@@ -97,6 +102,21 @@ final class WriteBatch {
         return true
     }
 
+    /// Writes each writer's own output at the end of this turn, after the connections' bytes.
+    func writeAtEndOfTurn(_ writer: any EndOfTurnWriter) {
+        lateWriters.append(writer)
+    }
+
+    private func endTurn() {
+        flush()
+        // A writer's write may queue another (a failed connection's owner sends again elsewhere).
+        while !lateWriters.isEmpty {
+            swap(&lateWriters, &writing)
+            for writer in writing { writer.writeAtEndOfTurn() }
+            writing.removeAll(keepingCapacity: true)
+        }
+    }
+
     /// Hands every held byte to its connection's socket, in the order written.
     func flush() {
         guard entryCount > 0, !isFlushing else { return }
@@ -113,4 +133,9 @@ final class WriteBatch {
         used = 0
         isFlushing = false
     }
+}
+
+/// Something that writes what it holds when the loop's turn ends (`WriteBatch.writeAtEndOfTurn`).
+protocol EndOfTurnWriter: AnyObject {
+    func writeAtEndOfTurn()
 }
