@@ -13,7 +13,6 @@
 #include <openssl/pem.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libuv.h>
 #include <zlib.h>
 
  
