@@ -7,7 +7,7 @@
 #   cluster  one redis-server (--appendonly yes --appendfsync always, its dir under .build/) and
 #            three reactord nodes n1, n2, n3 on it (--redis ... --redis-key bench --node-name nI)
 # Then RUNS rounds, each one of every measurement in turn, so that a noisy moment hits all alike:
-#   A. single:            wrk -tTHREADS -cCONNECTIONS -dDURATION POST /events (increment) on the node
+#   A. single:            wrk -tTHREADS -cCONNECTIONS -dDURATION POST /events (WORKLOAD) on the node
 #   B. cluster-always:    three wrk at once, one per node, CONNECTIONS/3 connections each; acknowledged
 #                         events/s summed over the nodes, each node's share, min/max share
 #   C. cluster-everysec:  the same, after CONFIG SET appendfsync everysec on the same redis-server
@@ -31,6 +31,9 @@
 #                                    in all: each node of the cluster gets CONNECTIONS/3)
 #   FANOUT_RATE=500 FANOUT_SECONDS=3 FANOUT_CONNECTIONS=16   the fan-out delay (FANOUT_SECONDS=0 skips it)
 #   PIN=1 BUILD=1                    as in bench-http.sh
+#   WORKLOAD=increment               what every POST /events carries: increment (a counter,
+#                                    Benchmarks/http/post-events.lua) or set (an object of ~300 bytes
+#                                    set at one of 64 keys of a wide document, Benchmarks/http/post-set.lua)
 #   REACTORD=.build/release/reactord another binary to measure (BUILD=1 still builds the release one)
 #   REDIS_SERVER=redis-server
 #   PORT=18290                       the single node on PORT, n1..n3 on PORT+1..PORT+3, redis on PORT+4
@@ -53,6 +56,12 @@ BUILD=${BUILD:-1}
 PORT=${PORT:-18290}
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 KEEP=${KEEP:-0}
+WORKLOAD=${WORKLOAD:-increment}
+case "$WORKLOAD" in
+    increment) script=Benchmarks/http/post-events.lua ;;
+    set) script=Benchmarks/http/post-set.lua ;;
+    *) echo "bench-cluster: WORKLOAD is increment or set, not $WORKLOAD" >&2; exit 2 ;;
+esac
 KEY=bench
 
 scripts/setup.sh
@@ -213,7 +222,7 @@ per_node_connections=$(( CONNECTIONS / 3 )); [ "$per_node_connections" -ge 1 ] |
 wrk_cmd() { # port connections duration
     local threads=$THREADS
     [ "$threads" -le "$2" ] || threads=$2
-    echo wrk -t"$threads" -c"$2" -d"$3" -s Benchmarks/http/post-events.lua "http://127.0.0.1:$1/events"
+    echo wrk -t"$threads" -c"$2" -d"$3" -s "$script" "http://127.0.0.1:$1/events"
 }
 start_wrk() { # port connections duration output
     local cmd
@@ -331,7 +340,7 @@ run_fanout() { # run policy
 # --- the runs -------------------------------------------------------------------------------------
 
 echo "bench-cluster: $REACTORD"
-echo "bench-cluster: POST /events (increment) for $DURATION: single node wrk -c$CONNECTIONS; cluster: 3 wrk at once, -c$per_node_connections each; $RUNS rounds, alternating"
+echo "bench-cluster: POST /events ($WORKLOAD) for $DURATION: single node wrk -c$CONNECTIONS; cluster: 3 wrk at once, -c$per_node_connections each; $RUNS rounds, alternating"
 [ ${#cpu_server[@]} -eq 0 ] || echo "bench-cluster: redis-server and every reactord on CPU 0, wrk and the fan-out client on CPU 1"
 if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
     run_single 0 "$WARMUP" 0
@@ -412,7 +421,7 @@ if [ ${#notes[@]} -gt 0 ]; then
     printf '  %s\n' "${notes[@]}"
 fi
 echo
-echo "Commands (the wrk script: Benchmarks/http/post-events.lua; appendfsync switched with CONFIG SET):"
+echo "Commands (the wrk script: $script; appendfsync switched with CONFIG SET):"
 printf '  %s\n' "${commands[@]}"
 if [ -n "$broken" ]; then
     echo

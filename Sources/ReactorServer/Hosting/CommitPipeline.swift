@@ -37,9 +37,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     private struct Entry {
         let version: UInt64
         /// The state after the event, kept only where the changes cannot stand for it: for a state
-        /// that records none, for a shared log (which may take back and apply again), and for the last
-        /// event of a batch. A state kept for every event would give the document's root a second
-        /// owner between events, and the core would copy it for each one.
+        /// that records none, and for the last event of a batch. A state kept for every event would
+        /// give the document's root a second owner between events, and the core would copy it for
+        /// each one. (A shared log that takes a batch back applies its events again, as new entries.)
         var state: StateType?
         /// What the event changed (`HostedState.lastChanges`), where its state is not kept.
         let changes: [JSONPatchOperation]?
@@ -198,7 +198,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         }
         let record: LogRecord?
         let kept: (any Event)? = shared == nil ? nil : event
-        let changes = shared == nil ? state.lastChanges : nil
+        let changes = state.lastChanges
         let keptState = changes == nil ? state : nil
         if let wireForm = offeredWireForm {
             offeredWireForm = nil
@@ -447,7 +447,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         // This server's own events again, on the others': each keeps its clients, at its new version.
         var outcomes: [UInt64: Outcome] = [:]
         for entry in own {
-            guard let event = entry.event, let result = core.fireIfIdle(event: event, origin: nil) else { continue }
+            // The event's record is the same bytes at its new version: not encoded again.
+            guard let event = entry.event,
+                  let result = offering(wireForm: entry.record?.payload, { core.fireIfIdle(event: event, origin: nil) }) else { continue }
             outcomes[entry.version] = result.mapError { Problem.forEvent($0, index: nil) }
         }
         for waiter in waiting {

@@ -268,6 +268,32 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(reads, 1)
     }
 
+    func testOwnEventsAppliedAgainAreAppendedWithTheBytesTheyCameIn() {
+        let harness = harness()
+        // As a client wrote it: not as this server would encode the event.
+        let wireForm = #"{ "path": "/n",   "type": "increment" }"#
+        let answer: Answer = onLoop { finish in
+            harness.log.holding = true
+            let applied = harness.pipeline.offering(wireForm: Array(wireForm.utf8)) {
+                harness.core.fireIfIdle(event: Self.increment, origin: nil)
+            }
+            guard case .success(let version)? = applied else { return XCTFail("the increment applies here first") }
+            harness.pipeline.whenPublished(version) { outcome in
+                switch outcome {
+                case .success(let published): finish(.version(published))
+                case .failure(let problem): finish(.status(problem.status.code))
+                }
+            }
+            harness.log.appendAsAnotherServer([Self.event(#"{"type":"set","path":"/n","value":5}"#)])
+            harness.log.release()
+        }
+        XCTAssertEqual(answer, .version(2))
+        let state = settled(harness)
+        XCTAssertEqual(state.root, ["n": 6])
+        XCTAssertEqual(harness.log.refusals, 1)
+        XCTAssertEqual(state.stream.last, wireForm, "applied again after the others', the event keeps its record")
+    }
+
     func testAnOwnEventTheStateRefusesOnceTheOthersAreAppliedIsAnswered422() {
         let harness = harness()
         let answers = fire([Self.increment], on: harness, whileOthersAppend: [Self.event(#"{"type":"set","path":"/n","value":"text"}"#)])
