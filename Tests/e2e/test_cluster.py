@@ -30,6 +30,7 @@ import collections
 import json
 import re
 import signal
+import textwrap
 import threading
 import time
 
@@ -54,7 +55,7 @@ from cluster import (
     stream_versions,
     wait_for_version,
 )
-from conftest import assert_problem, post_events, request, run_reactord, wait_until
+from conftest import REPO, assert_problem, post_events, request, run_reactord, wait_until
 from journal import all_history
 from sse import CurlStream, finished_stream
 from subscriptions import apply_patch, assert_same_json, assert_silent, next_json, subscribe
@@ -801,3 +802,48 @@ def test_a_stream_that_went_back_under_the_same_epoch_is_noticed(cluster, redis)
         assert "below version 5" in problem["detail"], problem
         assert state_and_version(node) == ({"n": 5}, 5)
     assert cluster.meta()["version"] == "3", "nothing was appended on the shorter history"
+
+
+# ---------------------------------------------------------------------------------------------
+# The append script itself, run by a real Redis as the nodes send it
+
+
+def append_script() -> str:
+    """ClusterScripts.append, as the nodes send it: its text in the Swift source, with the claim's
+    lifetime filled in."""
+    source = (REPO / "Sources/ReactorServer/Cluster/ClusterScripts.swift").read_text()
+    body = re.search(r'static let append = """\n(.*?)\n\s*"""', source, re.DOTALL).group(1)
+    claim_ms = re.search(r"static let claimMilliseconds = (\d+)", source).group(1)
+    return textwrap.dedent(body).replace("\\(claimMilliseconds)", claim_ms)
+
+
+def test_the_append_script_compares_and_a_node_refused_twice_holds_the_next_append(redis):
+    script, meta, log = append_script(), "reactor:{s}:meta", "reactor:{s}:log"
+    redis.command("HSET", meta, "epoch", "e1", "version", "0", "snapshot", "0")
+
+    def append(node, expected, records, refused=0, epoch="e1"):
+        group = "".join(f"{len(r)} {r}\n" for r in records)
+        return redis.command("EVAL", script, 2, meta, log, expected, epoch, node, len(records), group, refused)
+
+    assert append("a", 0, ["x", "y z"]) == ["ok", "2"]
+    assert redis.command("XRANGE", log, "-", "+") == [["2-0", ["n", "a", "g", "1 x\n3 y z\n"]]]
+    # Behind: nothing written. Refused once before, no claim; twice, the next append is b's.
+    assert append("b", 0, ["w"], refused=1) == ["behind", "2"]
+    assert "claim" not in redis.meta("s")
+    assert append("b", 0, ["w"], refused=2) == ["behind", "2"]
+    assert redis.meta("s")["claim"] == "b"
+    # a is up to date, but b holds the next append: a waits, and nothing is written.
+    assert append("a", 2, ["v"]) == ["wait", "2"]
+    assert redis.command("XLEN", log) == 1
+    assert append("b", 2, ["w"], refused=3) == ["ok", "3"]
+    assert "claim" not in redis.meta("s"), "an append ends its node's claim"
+    assert append("a", 3, ["v"], refused=1) == ["ok", "4"]
+    # A claim whose node never appends lapses.
+    assert append("c", 0, ["u"], refused=2) == ["behind", "4"]
+    assert append("a", 4, ["t"]) == ["wait", "4"]
+    time.sleep(0.2)
+    assert append("a", 4, ["t"]) == ["ok", "5"]
+    assert "claim" not in redis.meta("s")
+    # Another epoch: nothing written, the epoch Redis holds answered.
+    assert append("a", 5, ["s"], epoch="e0") == ["epoch", "e1"]
+    assert stream_versions(redis.stream("s")) == [1, 2, 3, 4, 5]

@@ -7,7 +7,8 @@
 ///   journal holds them; see `StreamEntryFormat`);
 /// - `reactor:{shop}:meta`, a hash: `version` (the stream's head), `epoch` (an id drawn when the
 ///   cluster was created: a Redis that lost its data has none, or another), `snapshot` (the version
-///   of the newest snapshot; the stream holds only the entries after it);
+///   of the newest snapshot; the stream holds only the entries after it), and while a node holds
+///   a claim on the next append, `claim` (its name) and `claimedAt` (ms);
 /// - `reactor:{shop}:snapshot`, a hash: `version` and `state` (the state's JSON);
 /// - `reactor:{shop}:nodes`, a hash: each node's name and when it last said it was alive (ms).
 /// The braces make every key of a cluster hash to one Redis Cluster slot.
@@ -42,22 +43,43 @@ public struct ClusterKeys: Sendable {
 
 public enum ClusterScripts {
     /// Compare-and-append. KEYS: meta, log. ARGV: the version the caller's records follow, the epoch
-    /// it knows, its node name, the number of records, and the records (`StreamEntryFormat.group`).
+    /// it knows, its node name, the number of records, the records (`StreamEntryFormat.group`), and
+    /// how many of its appends in a row were refused or told to wait.
     /// Appends them as one entry, with the version of the last one, only if the stream's head is the
     /// expected version and the epoch is the caller's.
     /// Answers `{"ok", head}`, `{"behind", head}` (nothing written: the caller's tail brings what
-    /// the others appended, and it tries again on top), or `{"epoch", epoch}` (the history the
-    /// caller knows is not this Redis's).
+    /// the others appended, and it tries again on top), `{"wait", head}` (nothing written: another
+    /// node holds the next append; the caller's tail brings it), or `{"epoch", epoch}` (the history
+    /// the caller knows is not this Redis's).
+    ///
+    /// The claim keeps appends fair: the node whose append succeeds has its next group ready first,
+    /// while the others must apply its events and theirs again, so under load it would win again and
+    /// again. A node refused twice in a row claims the next append (`claim`, `claimedAt` in meta): for
+    /// `claimMilliseconds`, or until it appends, the others are told to wait.
     public static let append = """
-        local epoch = redis.call('HGET', KEYS[1], 'epoch')
-        if epoch ~= ARGV[2] then return {'epoch', epoch or ''} end
-        local head = tonumber(redis.call('HGET', KEYS[1], 'version'))
-        if head ~= tonumber(ARGV[1]) then return {'behind', tostring(head)} end
+        local meta = redis.call('HMGET', KEYS[1], 'epoch', 'version', 'claim', 'claimedAt')
+        if meta[1] ~= ARGV[2] then return {'epoch', meta[1] or ''} end
+        local head = tonumber(meta[2])
+        local time = redis.call('TIME')
+        local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        local claimed = meta[3] and now - tonumber(meta[4]) < \(claimMilliseconds)
+        if head ~= tonumber(ARGV[1]) then
+          if tonumber(ARGV[6]) >= 2 and not claimed then
+            redis.call('HSET', KEYS[1], 'claim', ARGV[3], 'claimedAt', now)
+          end
+          return {'behind', tostring(head)}
+        end
+        if claimed and meta[3] ~= ARGV[3] then return {'wait', tostring(head)} end
         head = head + tonumber(ARGV[4])
         redis.call('XADD', KEYS[2], string.format('%d-0', head), 'n', ARGV[3], 'g', ARGV[5])
         redis.call('HSET', KEYS[1], 'version', head)
+        if meta[3] then redis.call('HDEL', KEYS[1], 'claim', 'claimedAt') end
         return {'ok', tostring(head)}
         """
+
+    /// How long a claim on the next append holds if its node does not append (it died, or the state
+    /// refused all its events once the others' were applied).
+    public static let claimMilliseconds = 50
 
     /// Claims an idempotency key. KEYS: the key. ARGV: the in-flight entry, its lifetime in ms.
     /// Answers the entry kept already, or nil having claimed the key.

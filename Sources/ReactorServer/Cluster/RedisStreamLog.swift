@@ -61,8 +61,11 @@ public final class RedisStreamLog: SharedEventLog {
     public private(set) var peers: [String: UInt64] = [:]
     /// How many times a connection to Redis was opened again after it closed.
     public private(set) var reconnects: UInt64 = 0
-    /// Appends answered `.behind`: another node got there first.
+    /// Appends answered `.behind`: another node got there first, or holds the next append.
     public private(set) var conflicts: UInt64 = 0
+    /// This node's appends in a row that another node got ahead of: from two on, it claims the
+    /// next append (see `ClusterScripts.append`).
+    private var refusedInARow = 0
 
     private let loop: EventLoop
     private let logger: Logger
@@ -276,13 +279,14 @@ public final class RedisStreamLog: SharedEventLog {
         let started = DispatchTime.now().uptimeNanoseconds
         let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.appendSHA.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.log.utf8),
                                     Array(String(first.version - 1).utf8), Array(epoch.utf8), Array(options.node.utf8),
-                                    Array(String(records.count).utf8), StreamEntryFormat.group(records)]
+                                    Array(String(records.count).utf8), StreamEntryFormat.group(records), Array(String(refusedInARow).utf8)]
         send(script: ClusterScripts.append, arguments: arguments, on: commands) { [weak self] reply in
             guard let self else { return }
             let parts = reply.elements ?? []
             let answer = parts.prefix(2).compactMap(\.string)
             switch (answer.first, answer.count == 2 ? answer[1] : nil) {
             case ("ok", let head?):
+                refusedInARow = 0
                 lastVersion = UInt64(head) ?? lastVersion
                 statistics.bytesAppended += UInt64(records.reduce(0) { $0 + $1.payload.count })
                 confirmByReplicas(commands) { [weak self] confirmed in
@@ -297,8 +301,15 @@ public final class RedisStreamLog: SharedEventLog {
                     return completion(.failure(EventLogError(.diverged, lostHistory ?? "the shared log went back")))
                 }
                 conflicts += 1
+                refusedInARow += 1
                 lastVersion = max(lastVersion, head)
                 completion(.failure(EventLogError(.behind(head: head), "another node appended up to version \(head) first")))
+            case ("wait", let head?):
+                // Another node claimed the next append: what it appends is the next thing to apply.
+                let head = UInt64(head) ?? 0
+                conflicts += 1
+                refusedInARow += 1
+                completion(.failure(EventLogError(.behind(head: head + 1), "another node holds the append after version \(head)")))
             case ("epoch", let found):
                 historyLost(found: found.flatMap { $0.isEmpty ? nil : $0 })
                 completion(.failure(EventLogError(.diverged, lostHistory ?? "the cluster's epoch changed")))
