@@ -804,21 +804,43 @@ def test_a_stream_that_went_back_under_the_same_epoch_is_noticed(cluster, redis)
     assert cluster.meta()["version"] == "3", "nothing was appended on the shorter history"
 
 
+def test_an_entry_reactord_does_not_write_stops_writes_never_shows_another_history(cluster, redis):
+    a, b = cluster.nodes("a", "b")
+    for i in range(3):
+        fire((a, b)[i % 2], INCREMENT)
+    assert_converged([a, b], 3)
+    with subscribe(b) as ws:
+        assert next_json(ws)["version"] == 3
+        # Something else than reactord writes the next entry, and moves the head past it.
+        redis.command("XADD", log_key("e2e"), "4-0", "note", "not an event")
+        redis.command("HSET", "reactor:{e2e}:meta", "version", "4")
+        for node in (a, b):
+            wait_until(lambda: request(node, "GET", "/readyz").status == 503, 5, message=f"{node.name} notices the entry")
+            problem = assert_problem(post_events(node, INCREMENT), 503, "journal-unavailable")
+            assert "4-0" in problem["detail"] and "refuses writes" in problem["detail"], problem
+            assert state_and_version(node) == ({"n": 3}, 3), "the node shows the history it had"
+        pushed = [m for m in drain(ws) if m.get("type") in ("snapshot", "patch", "state")]
+        assert not pushed, f"the subscriber was shown something past the entry it could not read: {pushed[:3]}"
+    assert cluster.meta()["version"] == "4", "nothing was appended after it"
+
+
 # ---------------------------------------------------------------------------------------------
 # The append script itself, run by a real Redis as the nodes send it
 
 
-def append_script() -> str:
+def append_script() -> tuple[str, int]:
     """ClusterScripts.append, as the nodes send it: its text in the Swift source, with the claim's
-    lifetime filled in."""
+    settings filled in; and how many refusals in a row make a claim."""
     source = (REPO / "Sources/ReactorServer/Cluster/ClusterScripts.swift").read_text()
-    body = re.search(r'static let append = """\n(.*?)\n\s*"""', source, re.DOTALL).group(1)
-    claim_ms = re.search(r"static let claimMilliseconds = (\d+)", source).group(1)
-    return textwrap.dedent(body).replace("\\(claimMilliseconds)", claim_ms)
+    body = textwrap.dedent(re.search(r'static let append = """\n(.*?)\n\s*"""', source, re.DOTALL).group(1))
+    for name in ("claimMilliseconds", "claimAfterRefusals"):
+        value = re.search(rf"static let {name} = (\d+)", source).group(1)
+        body = body.replace(f"\\({name})", value)
+    return body, int(re.search(r"static let claimAfterRefusals = (\d+)", source).group(1))
 
 
-def test_the_append_script_compares_and_a_node_refused_twice_holds_the_next_append(redis):
-    script, meta, log = append_script(), "reactor:{s}:meta", "reactor:{s}:log"
+def test_the_append_script_compares_and_a_node_refused_again_and_again_holds_the_next_append(redis):
+    (script, claiming), meta, log = append_script(), "reactor:{s}:meta", "reactor:{s}:log"
     redis.command("HSET", meta, "epoch", "e1", "version", "0", "snapshot", "0")
 
     def append(node, expected, records, refused=0, epoch="e1"):
@@ -827,19 +849,20 @@ def test_the_append_script_compares_and_a_node_refused_twice_holds_the_next_appe
 
     assert append("a", 0, ["x", "y z"]) == ["ok", "2"]
     assert redis.command("XRANGE", log, "-", "+") == [["2-0", ["n", "a", "g", "1 x\n3 y z\n"]]]
-    # Behind: nothing written. Refused once before, no claim; twice, the next append is b's.
-    assert append("b", 0, ["w"], refused=1) == ["behind", "2"]
+    # Behind: nothing written. Refused fewer times in a row than a claim takes, no claim; then the
+    # next append is b's.
+    assert append("b", 0, ["w"], refused=claiming - 1) == ["behind", "2"]
     assert "claim" not in redis.meta("s")
-    assert append("b", 0, ["w"], refused=2) == ["behind", "2"]
+    assert append("b", 0, ["w"], refused=claiming) == ["behind", "2"]
     assert redis.meta("s")["claim"] == "b"
     # a is up to date, but b holds the next append: a waits, and nothing is written.
     assert append("a", 2, ["v"]) == ["wait", "2"]
     assert redis.command("XLEN", log) == 1
-    assert append("b", 2, ["w"], refused=3) == ["ok", "3"]
+    assert append("b", 2, ["w"], refused=claiming + 1) == ["ok", "3"]
     assert "claim" not in redis.meta("s"), "an append ends its node's claim"
     assert append("a", 3, ["v"], refused=1) == ["ok", "4"]
     # A claim whose node never appends lapses.
-    assert append("c", 0, ["u"], refused=2) == ["behind", "4"]
+    assert append("c", 0, ["u"], refused=claiming) == ["behind", "4"]
     assert append("a", 4, ["t"]) == ["wait", "4"]
     time.sleep(0.2)
     assert append("a", 4, ["t"]) == ["ok", "5"]

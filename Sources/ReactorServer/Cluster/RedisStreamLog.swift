@@ -63,8 +63,8 @@ public final class RedisStreamLog: SharedEventLog {
     public private(set) var reconnects: UInt64 = 0
     /// Appends answered `.behind`: another node got there first, or holds the next append.
     public private(set) var conflicts: UInt64 = 0
-    /// This node's appends in a row that another node got ahead of: from two on, it claims the
-    /// next append (see `ClusterScripts.append`).
+    /// This node's appends in a row that another node got ahead of: past a few, it claims the next
+    /// append (see `ClusterScripts.append`).
     private var refusedInARow = 0
 
     private let loop: EventLoop
