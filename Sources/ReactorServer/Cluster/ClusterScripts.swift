@@ -7,8 +7,8 @@
 ///   journal holds them; see `StreamEntryFormat`);
 /// - `reactor:{shop}:meta`, a hash: `version` (the stream's head), `epoch` (an id drawn when the
 ///   cluster was created: a Redis that lost its data has none, or another), `snapshot` (the version
-///   of the newest snapshot; the stream holds only the entries after it), and while a node holds
-///   a claim on the next append, `claim` (its name) and `claimedAt` (ms);
+///   of the newest snapshot; the stream holds the entries after the one before it), and while a
+///   node holds a claim on the next append, `claim` (its name) and `claimedAt` (ms);
 /// - `reactor:{shop}:snapshot`, a hash: `version` and `state` (the state's JSON);
 /// - `reactor:{shop}:nodes`, a hash: each node's name and when it last said it was alive (ms).
 /// The braces make every key of a cluster hash to one Redis Cluster slot.
@@ -105,16 +105,19 @@ public enum ClusterScripts {
         return ARGV[1]
         """
 
-    /// Saves a snapshot newer than the one kept and trims the stream before it. KEYS: meta,
+    /// Saves a snapshot newer than the one kept, and trims the stream before the snapshot it
+    /// replaces: a node a little behind the new one (its tail had not brought the last events yet)
+    /// still finds what it missed, rather than having to start again from the snapshot. KEYS: meta,
     /// snapshot, log. ARGV: the epoch, the version, the state's JSON. Answers 1, or 0 when the
     /// epoch is not the caller's or a snapshot as new is kept already.
     public static let saveSnapshot = """
         if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
         local version = tonumber(ARGV[2])
-        if version <= tonumber(redis.call('HGET', KEYS[2], 'version') or '-1') then return 0 end
+        local replaced = tonumber(redis.call('HGET', KEYS[2], 'version') or '-1')
+        if version <= replaced then return 0 end
         redis.call('HSET', KEYS[2], 'version', ARGV[2], 'state', ARGV[3])
         redis.call('HSET', KEYS[1], 'snapshot', ARGV[2])
-        redis.call('XTRIM', KEYS[3], 'MINID', string.format('%d-0', version + 1))
+        if replaced >= 0 then redis.call('XTRIM', KEYS[3], 'MINID', string.format('%d-0', replaced + 1)) end
         return 1
         """
 }
