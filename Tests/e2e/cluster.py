@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import HOST, Reactord, Response, free_port, request
+from conftest import HOST, Reactord, Response, free_port, request, wait_until
 
 REDIS_SERVER = os.environ.get("REDIS_SERVER_BIN", "redis-server")
 REDIS_START_TIMEOUT = 10.0
@@ -329,9 +329,12 @@ class Cluster:
         return ["--redis", self.redis.url, "--redis-key", self.key, "--node-name", name, *extra]
 
     def node(self, name: str, *extra: str) -> Reactord:
+        """A node, once ready: it listens before its connections to Redis have answered, and
+        refuses writes (503) until they have."""
         server = self._reactord(*self.flags(name, *extra))
         server.name = name
         server.extra = extra
+        wait_until(lambda: request(server, "GET", "/readyz").status == 200, 10, message=f"node {name} connects to Redis")
         return server
 
     def nodes(self, *names: str, extra: tuple[str, ...] = ()) -> list[Reactord]:

@@ -603,6 +603,8 @@ def test_a_redis_that_asks_for_credentials_gets_them_from_the_url(redis, reactor
         a.name = "a"
         b = reactord("--redis", f"redis://alice:wonder%20land@{address}", "--redis-key", "auth", "--node-name", "b")
         b.name = "b"
+        for node in (a, b):
+            wait_until(lambda: request(node, "GET", "/readyz").status == 200, 10, message=f"{node.name} connects to Redis")
         assert fire(a, INCREMENT) == 1
         assert fire(b, INCREMENT) == 2
         assert_converged([a, b], 2, {"n": 2})
@@ -706,6 +708,8 @@ def test_a_typed_swift_state_runs_as_a_two_node_cluster(redis, reactord):
     binary = str(Path(REACTORD_BIN).with_name("rpg-server"))
     nodes = [reactord("--redis", f"127.0.0.1:{redis.port}", "--redis-key", "rpg", "--node-name", name, binary=binary)
              for name in ("a", "b")]
+    for node in nodes:
+        wait_until(lambda: request(node, "GET", "/readyz").status == 200, 10, message="the node connects to Redis")
     firers = []
     for i in range(20):
         answer = post_events(nodes[i % 2], {"type": "levelUp", "playerID": i % 2})
@@ -727,6 +731,8 @@ def test_with_wait_replicas_an_append_is_acknowledged_only_once_a_replica_has_it
                    message="the replica follows the primary")
         node = reactord("--redis", redis.url, "--redis-key", "e2e", "--node-name", "a",
                         "--redis-wait-replicas", "1", "--redis-timeout", "1")
+        # Listening comes before Redis answers: until then a write is refused (503), as it should be.
+        wait_until(lambda: request(node, "GET", "/readyz").status == 200, 5, message="the node connects to Redis")
         answer = post_events(node, INCREMENT)
         assert answer.status == 200, answer
         # What was acknowledged is on the replica.
