@@ -27,6 +27,7 @@ exit 0 (before the Redis it runs on is stopped), except one a test kill()ed.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import re
 import signal
@@ -748,19 +749,26 @@ def test_with_wait_replicas_an_append_is_acknowledged_only_once_a_replica_has_it
         replica.close()
 
 
+@contextlib.contextmanager
+def frozen(node):
+    """`node` stopped (SIGSTOP) for the block, its connections open and unread; continued after."""
+    node.process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        node.process.send_signal(signal.SIGCONT)
+
+
 def test_a_node_a_few_events_behind_a_new_snapshot_reads_them_from_the_stream(cluster):
     a, b = cluster.nodes("a", "b", extra=("--snapshot-events", "10"))
     for _ in range(6):
         fire(a, INCREMENT)
     assert_converged([a, b], 6)
     # b is frozen while a crosses the snapshot at 10: the stream still holds what b missed.
-    b.process.send_signal(signal.SIGSTOP)
-    try:
+    with frozen(b):
         for _ in range(6):
             fire(a, INCREMENT)
         wait_until(lambda: cluster.meta().get("snapshot") == "10", 5, message="a writes the snapshot at 10")
-    finally:
-        b.process.send_signal(signal.SIGCONT)
     assert_converged([a, b], 12, {"n": 12})
     assert "took the shared log's snapshot" not in b.log(), "b started again from the snapshot"
     assert fire(b, INCREMENT) == 13
@@ -771,12 +779,9 @@ def test_a_node_away_longer_than_the_stream_keeps_starts_again_from_the_snapshot
     fire(a, INCREMENT)
     assert_converged([a, b], 1)
     # b is frozen while a moves on past three snapshots, each of which trims the stream.
-    b.process.send_signal(signal.SIGSTOP)
-    try:
+    with frozen(b):
         for _ in range(31):
             fire(a, INCREMENT)
-    finally:
-        b.process.send_signal(signal.SIGCONT)
     assert cluster.meta()["snapshot"] == "30"
     fire(a, INCREMENT)
     # b cannot read the events it missed any more: it takes the snapshot, then what follows it.

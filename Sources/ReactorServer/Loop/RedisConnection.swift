@@ -38,6 +38,8 @@ final class RedisConnection: EndOfTurnWriter {
     private var pollClosed = false
     /// Waiting in the write batch for the end of the turn.
     private var writeQueued = false
+    /// Inside that write: what hiredis could not write now waits for the socket to take more.
+    private var writingAtEndOfTurn = false
 
     /// Opens a connection to `host:port`. `onConnected` runs once it is open; `onClosed` once it has
     /// closed for good, for whatever reason (after every waiting command got its error reply). A
@@ -140,8 +142,6 @@ final class RedisConnection: EndOfTurnWriter {
         writeQueued = true
         loop.writeBatch.writeAtEndOfTurn(self)
     }
-
-    private var writingAtEndOfTurn = false
 
     func writeAtEndOfTurn() {
         writeQueued = false
