@@ -43,10 +43,11 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         var state: StateType?
         /// What the event changed (`HostedState.lastChanges`), where its state is not kept.
         let changes: [JSONPatchOperation]?
-        /// Nil when the event would not encode: its batch fails rather than leave a gap in the log.
-        let record: LogRecord?
-        /// Kept for a shared log only, to apply the event again after others appended first.
-        let event: (any Event)?
+        /// Encoded as the batch is appended, unless `record` gave its bytes; and applied again,
+        /// with a shared log, after others appended first.
+        let event: any Event
+        /// The event's journal record as it arrived (see `record(_:asEventOf:)`).
+        var payload: [UInt8]?
     }
 
     /// What a client waiting on its event learns: the version it was published at, or the problem
@@ -100,9 +101,6 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     @exclusivity(unchecked) private var endOfIteration: PrepareWatcher?
     /// Called once nothing is pending or being appended (shutdown waits for it).
     @exclusivity(unchecked) private var whenIdle: (() -> Void)?
-    /// The JSON an event arrived as, offered for the event being applied (see `offering`).
-    @exclusivity(unchecked) private var offeredWireForm: [UInt8]?
-
     /// `hub` gets the published state now, and every state published after it.
     init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, hub: SubscriptionHub<StateType>,
          loop: EventLoop, options: Options, metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
@@ -164,16 +162,16 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         whenIdle()
     }
 
-    /// Runs `apply`, which applies one event at once (`Core.fireIfIdle`), with `wireForm` offered as
-    /// its journal record: the JSON text it arrived in, which decodes to that very event. Writing it
-    /// down as it came saves encoding the event again. The first event the pipeline sees during
-    /// `apply` is that one (an event fired meanwhile waits for it); an offer not taken is dropped.
-    /// The form must be one line (the journal's records become lines of `/history` and `export`).
-    func offering<Result>(wireForm: [UInt8]?, _ apply: () -> Result) -> Result {
-        guard log != nil, let wireForm, Self.isOneLine(wireForm) else { return apply() }
-        offeredWireForm = wireForm
-        defer { offeredWireForm = nil }
-        return apply()
+    /// Takes `payload` as the journal record of the event the core applied at `version`: the JSON it
+    /// arrived as, which decodes to that very event, so it is not encoded again. Called in the turn
+    /// the core answered with `version`, while the entry is still pending: the core answers a fire
+    /// as soon as it has applied it, and pending entries are only taken back in later turns (an
+    /// append's answer, the shared log's records). Bytes with a line break are not taken (the
+    /// journal's records become lines of `/history` and `export`); the event is encoded instead.
+    func record(_ payload: [UInt8], asEventOf version: UInt64) {
+        guard log != nil, Self.isOneLine(payload),
+              let index = pending.lastIndex(where: { $0.version == version }) else { return }
+        pending[index].payload = payload
     }
 
     /// No line break in `bytes`: one scan over the raw bytes (`Array.contains` twice costs several times as much).
@@ -196,22 +194,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             applyingDecided = false
             return publish(state, version)
         }
-        let record: LogRecord?
-        let kept: (any Event)? = shared == nil ? nil : event
         let changes = state.lastChanges
-        let keptState = changes == nil ? state : nil
-        if let wireForm = offeredWireForm {
-            offeredWireForm = nil
-            pending.append(Entry(version: version, state: keptState, changes: changes, record: LogRecord(version: version, payload: wireForm), event: kept))
-            return
-        }
-        do {
-            record = LogRecord(version: version, payload: try StateType.eventRegistry.encode(event).jsonBytes)
-        } catch {
-            logger.error("an applied event cannot be journaled", metadata: ["version": "\(version)", "error": "\(error)"])
-            record = nil
-        }
-        pending.append(Entry(version: version, state: keptState, changes: changes, record: record, event: kept))
+        pending.append(Entry(version: version, state: changes == nil ? state : nil, changes: changes, event: event))
     }
 
     // MARK: Group commit
@@ -221,8 +205,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         guard let log, !appending, !catchingUp, awaitedHead == 0, !pending.isEmpty else { return }
         var batch = pending
         pending.removeAll(keepingCapacity: true)
-        guard batch.allSatisfy({ $0.record != nil }) else {
-            return fail(EventLogError(.other, "an event could not be encoded for the journal"))
+        var records: [LogRecord] = []
+        records.reserveCapacity(batch.count)
+        for entry in batch {
+            guard let payload = entry.payload ?? encoded(entry) else {
+                return fail(EventLogError(.other, "an event could not be encoded for the journal"))
+            }
+            records.append(LogRecord(version: entry.version, payload: payload))
         }
         if batch[batch.count - 1].state == nil {
             // The batch's last state is the core's: everything the core applies comes through
@@ -234,7 +223,6 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             batch[batch.count - 1].state = state
         }
         appending = true
-        let records = batch.map { $0.record! }
         log.append(records) { [self] result in
             appending = false
             switch result {
@@ -252,6 +240,17 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             // the disk is idle until it does.
             flush()
             signalIdleIfDrained()
+        }
+    }
+
+    /// The event's JSON, for the journal; nil (logged) if it cannot be encoded, which the
+    /// `JournalableEventInterceptor` keeps from happening to anything fired here.
+    private func encoded(_ entry: Entry) -> [UInt8]? {
+        do {
+            return try StateType.eventRegistry.encode(entry.event).jsonBytes
+        } catch {
+            logger.error("an applied event cannot be journaled", metadata: ["version": "\(entry.version)", "error": "\(error)"])
+            return nil
         }
     }
 
@@ -447,9 +446,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         // This server's own events again, on the others': each keeps its clients, at its new version.
         var outcomes: [UInt64: Outcome] = [:]
         for entry in own {
+            guard let result = core.fireIfIdle(event: entry.event, origin: nil) else { continue }
             // The event's record is the same bytes at its new version: not encoded again.
-            guard let event = entry.event,
-                  let result = offering(wireForm: entry.record?.payload, { core.fireIfIdle(event: event, origin: nil) }) else { continue }
+            if case .success(let version) = result, let payload = entry.payload { record(payload, asEventOf: version) }
             outcomes[entry.version] = result.mapError { Problem.forEvent($0, index: nil) }
         }
         for waiter in waiting {

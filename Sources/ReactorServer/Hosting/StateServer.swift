@@ -52,10 +52,11 @@ public final class StateServer<StateType: HostedState> {
         // After the operator's middleware: the pipeline publishes what they have seen.
         core.add(middleware: SpecializedMiddleware(EventLogger<StateType>(logger: logger, metrics: metrics), then: pipeline))
         history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)
-        events = EventService(core: core, pipeline: pipeline, loop: loop, configuration: configuration, logger: logger)
+        let path = EventPath(core: core, pipeline: pipeline, loop: loop)
+        events = EventService(path: path, loop: loop, configuration: configuration)
         self.state = StateService(pipeline: pipeline, history: history, logger: logger)
         health = HealthService(pipeline: pipeline)
-        subscriptions = SubscriptionService(core: core, pipeline: pipeline, hub: hub, loop: loop, configuration: configuration, logger: logger)
+        subscriptions = SubscriptionService(path: path, hub: hub, loop: loop, configuration: configuration, logger: logger)
         metricsService = MetricsService(metrics: metrics, pipeline: pipeline, hub: subscriptions.hub)
         var router = Router()
         events.register(in: &router)

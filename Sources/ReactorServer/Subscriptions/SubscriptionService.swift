@@ -5,8 +5,8 @@ import Reactor
 /// Events), and, when enabled, `GET /echo` (a WebSocket echo for conformance suites).
 final class SubscriptionService<StateType: HostedState> {
     let hub: SubscriptionHub<StateType>
-    private let core: Core<StateType>
-    private let pipeline: CommitPipeline<StateType>
+    /// Where events fired over a subscriber's WebSocket go.
+    private let events: EventPath<StateType>
     private let loop: EventLoop
     private let configuration: ServerConfiguration
     private let logger: Logger
@@ -22,12 +22,11 @@ final class SubscriptionService<StateType: HostedState> {
 
     static var subprotocol: String { "reactor.v1" }
 
-    /// `hub` is the one `pipeline` publishes to: subscribers see published states only (with a
-    /// journal, states already on disk).
-    init(core: Core<StateType>, pipeline: CommitPipeline<StateType>, hub: SubscriptionHub<StateType>, loop: EventLoop,
+    /// `hub` is the one the event path's pipeline publishes to: subscribers see published states
+    /// only (with a journal, states already on disk).
+    init(path: EventPath<StateType>, hub: SubscriptionHub<StateType>, loop: EventLoop,
          configuration: ServerConfiguration, logger: Logger) {
-        self.core = core
-        self.pipeline = pipeline
+        events = path
         self.hub = hub
         self.loop = loop
         self.configuration = configuration
@@ -67,7 +66,7 @@ final class SubscriptionService<StateType: HostedState> {
         let mayFire = configuration.tokens.isEmpty || principal?.token.allows(.fire) == true
         return handshake(request, subprotocols: [Self.subprotocol], selection: selection) { [unowned self] tcp, leftover, deflate in
             let connection = WebSocketServerConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
-            let subscriber = WebSocketSubscriber(connection: connection, hub: hub, core: core, pipeline: pipeline, loop: loop, selection: selection,
+            let subscriber = WebSocketSubscriber(connection: connection, hub: hub, events: events, selection: selection,
                                                  principal: principal, mayFire: mayFire, configuration: configuration, logger: logger)
             subscriber.start(since: since, leftover: leftover)
             return connection

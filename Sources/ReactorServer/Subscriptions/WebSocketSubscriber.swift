@@ -6,8 +6,7 @@ import Reactor
 final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler, SubscriptionSink {
     private let connection: WebSocketServerConnection
     private let hub: SubscriptionHub<StateType>
-    private let core: Core<StateType>
-    private let pipeline: CommitPipeline<StateType>
+    private let events: EventPath<StateType>
     private let selection: SubscriptionSelection
     private let principal: Principal?
     private let mayFire: Bool
@@ -15,15 +14,12 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     private let logger: Logger
     /// Behind: queued messages were dropped, and a fresh snapshot goes out once the socket drains.
     private var isLagging = false
-    private let loop: EventLoop
 
-    init(connection: WebSocketServerConnection, hub: SubscriptionHub<StateType>, core: Core<StateType>, pipeline: CommitPipeline<StateType>, loop: EventLoop,
+    init(connection: WebSocketServerConnection, hub: SubscriptionHub<StateType>, events: EventPath<StateType>,
          selection: SubscriptionSelection, principal: Principal?, mayFire: Bool, configuration: ServerConfiguration, logger: Logger) {
         self.connection = connection
         self.hub = hub
-        self.core = core
-        self.pipeline = pipeline
-        self.loop = loop
+        self.events = events
         self.selection = selection
         self.principal = principal
         self.mayFire = mayFire
@@ -99,27 +95,11 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
         guard let eventJSON = message["event"] else {
             return reply(error: .invalidEvent("the fire message has no \"event\""), id: id)
         }
-        let event: any Event
-        do {
-            event = try StateType.eventRegistry.decode(eventJSON)
-        } catch {
-            return reply(error: Problem.forEvent(error, index: nil), id: id)
-        }
-        let this = LoopBound(self, loop: loop)
-        core.fire(event: event, origin: principal) { [pipeline] result in
-            switch result {
-            case .success(let version):
-                // Acknowledged once journaled, like an HTTP answer.
-                pipeline.whenPublished(version) { outcome in
-                    switch outcome {
-                    case .success(let published):
-                        this.value.reply(JSON.object(["type": "ack", "id": id, "version": .integer(Int64(published))]))
-                    case .failure(let problem):
-                        this.value.reply(error: problem, id: id)
-                    }
-                }
-            case .failure(let error):
-                this.value.reply(error: Problem.forEvent(error, index: nil), id: id)
+        // Acknowledged once published (with a journal, once written down), like an HTTP answer.
+        events.fire(eventJSON, origin: principal) { [self] outcome in
+            switch outcome {
+            case .success(let version): reply(JSON.object(["type": "ack", "id": id, "version": .integer(Int64(version))]))
+            case .failure(let problem): reply(error: problem, id: id)
             }
         }
     }

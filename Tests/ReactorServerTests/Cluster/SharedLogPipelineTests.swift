@@ -274,10 +274,9 @@ final class SharedLogPipelineTests: XCTestCase {
         let wireForm = #"{ "path": "/n",   "type": "increment" }"#
         let answer: Answer = onLoop { finish in
             harness.log.holding = true
-            let applied = harness.pipeline.offering(wireForm: Array(wireForm.utf8)) {
-                harness.core.fireIfIdle(event: Self.increment, origin: nil)
-            }
+            let applied = harness.core.fireIfIdle(event: Self.increment, origin: nil)
             guard case .success(let version)? = applied else { return XCTFail("the increment applies here first") }
+            harness.pipeline.record(Array(wireForm.utf8), asEventOf: version)
             harness.pipeline.whenPublished(version) { outcome in
                 switch outcome {
                 case .success(let published): finish(.version(published))

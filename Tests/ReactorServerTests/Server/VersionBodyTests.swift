@@ -5,7 +5,7 @@ import XCTest
 final class VersionBodyTests: XCTestCase {
     func testTheBodyIsTheVersionAsJSON() {
         for version: UInt64 in [0, 1, 9, 10, 99, 100, 12_345, 1 << 32, UInt64(Int64.max), .max] {
-            let body = EventService<JSONDocument>.versionBody(version)
+            let body = EventPath<JSONDocument>.versionBody(version)
             XCTAssertEqual(String(decoding: body, as: UTF8.self), #"{"version":\#(version)}"#)
         }
     }
