@@ -13,9 +13,9 @@ public enum ClusterBootstrap {
     }
 
     public static func join<StateType: HostedState>(_ options: RedisStreamLog.Options, initialState: StateType, logger: Logger) throws(EventLogError) -> Joined<StateType> {
-        let redis = try RedisBlockingConnection(host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds)
+        let redis = try unavailable { () throws(RedisConnectionError) in try RedisBlockingConnection(host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds) }
         if let credentials = options.credentials {
-            let answer = try redis.send(credentials.authCommand)
+            let answer = try send(redis, credentials.authCommand)
             guard answer.string == "OK" else {
                 throw EventLogError(.unavailable, "Redis refused the credentials in --redis: \(answer.errorMessage ?? "\(answer)")")
             }
@@ -25,7 +25,7 @@ public enum ClusterBootstrap {
         do { initial = try initialState.jsonValue().jsonBytes } catch {
             throw EventLogError(.other, "the initial state does not encode: \(error)")
         }
-        let created = try redis.send(RedisCommand.encode([
+        let created = try send(redis, RedisCommand.encode([
             Array("EVAL".utf8), Array(ClusterScripts.create.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.snapshot.utf8),
             Array(UUID().uuidString.lowercased().utf8), initial,
         ]))
@@ -34,7 +34,7 @@ public enum ClusterBootstrap {
         }
         // A snapshot written (and the stream trimmed) while this node reads is met by reading again.
         for _ in 0..<5 {
-            let snapshot = try redis.send(RedisCommand.encode(["HGETALL", keys.snapshot]))
+            let snapshot = try send(redis, RedisCommand.encode(["HGETALL", keys.snapshot]))
             guard let fields = snapshot.fields, let payload = fields["state"],
                   let version = fields["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) else {
                 throw EventLogError(.damaged, "the cluster \(options.cluster) in Redis has no readable snapshot: \(snapshot.errorMessage ?? "\(snapshot)")")
@@ -44,7 +44,7 @@ public enum ClusterBootstrap {
             var complete = true
             while true {
                 // From the entry that holds the next version (see `StreamEntryFormat`).
-                let range = try redis.send(RedisCommand.encode(["XRANGE", keys.log, ClusterKeys.entryID(applied + 1), "+", "COUNT", "1000"]))
+                let range = try send(redis, RedisCommand.encode(["XRANGE", keys.log, ClusterKeys.entryID(applied + 1), "+", "COUNT", "1000"]))
                 guard let entries = range.elements else {
                     throw EventLogError(.unavailable, "Redis refused to read the cluster's stream: \(range.errorMessage ?? "\(range)")")
                 }
@@ -67,5 +67,18 @@ public enum ClusterBootstrap {
             return Joined(state: state, version: applied, epoch: epoch, snapshotVersion: version)
         }
         throw EventLogError(.unavailable, "the cluster's snapshot kept changing while this node read it; try again")
+    }
+
+    /// What start-up asks Redis, its failures being the log's: unavailable.
+    private static func send(_ redis: RedisBlockingConnection, _ command: [UInt8]) throws(EventLogError) -> RedisReply {
+        try unavailable { () throws(RedisConnectionError) in try redis.send(command) }
+    }
+
+    private static func unavailable<T>(_ body: () throws(RedisConnectionError) -> T) throws(EventLogError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw EventLogError(.unavailable, error.description)
+        }
     }
 }

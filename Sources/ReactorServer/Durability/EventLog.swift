@@ -32,56 +32,6 @@ public protocol EventLog: AnyObject {
     var statistics: EventLogStatistics { get }
 }
 
-/// A log several servers append to, as one: besides appending what this server applied, it hands
-/// over, in order, what the others appended (`SharedEventLog.onRecords`), which this server then
-/// applies as it is, with no say. An append made on a history that moved on meanwhile fails with
-/// `.behind`, having written nothing; `onRecords` brings what the others appended up to its head.
-public protocol SharedEventLog: EventLog {
-    /// Receives records appended to the log, in order of version (some may be this server's own,
-    /// or ones it has already: the receiver skips what it has). Set once, before the first append.
-    var onRecords: (([LogRecord]) -> Void)? { get set }
-    /// The version this server has applied, asked when the log reads on: it need not hand over
-    /// anything up to it.
-    var appliedVersion: (() -> UInt64)? { get set }
-    /// Whether the log can be appended to now (connected, and holding this server's history).
-    var isReachable: Bool { get }
-    /// How this server stands with the others, for `GET /cluster` and metrics.
-    var status: SharedLogStatus { get }
-
-    /// Claims an idempotency key for all the servers sharing the log, for `milliseconds`:
-    /// `completion` gets nil when this server has it (and then `settle`s it), or the entry another
-    /// request made first.
-    func claimIdempotencyKey(_ key: String, fingerprint: String, milliseconds: UInt64,
-                             completion: @escaping (Result<SharedIdempotencyEntry?, EventLogError>) -> Void)
-    /// Records the answer to a claimed key, or gives the key up (nil: a retry may try again).
-    func settleIdempotencyKey(_ key: String, entry: SharedIdempotencyEntry?, milliseconds: UInt64)
-}
-
-/// What a server sharing a log knows of it.
-public struct SharedLogStatus: Sendable {
-    public var node: String
-    /// The newest version the server knows the log holds.
-    public var head: UInt64
-    /// "connected", "connecting", or why the connection is down.
-    public var connection: String
-    /// The other servers seen alive recently, and when (ms since 1970).
-    public var peers: [String: UInt64]
-    /// Why the server refuses to append, when the log holds another history than its own.
-    public var lostHistory: String?
-    public var conflicts: UInt64
-    public var reconnects: UInt64
-
-    public init(node: String, head: UInt64, connection: String, peers: [String: UInt64], lostHistory: String?, conflicts: UInt64, reconnects: UInt64) {
-        self.node = node
-        self.head = head
-        self.connection = connection
-        self.peers = peers
-        self.lostHistory = lostHistory
-        self.conflicts = conflicts
-        self.reconnects = reconnects
-    }
-}
-
 /// What an event log reports for metrics.
 public struct EventLogStatistics: Sendable {
     /// Seconds each append took to become durable (write and fsync, off the loop).

@@ -21,4 +21,10 @@ extension Problem {
         }
     }
 
+    /// The journal could not store an event: it was undone and is not acknowledged.
+    public static func journalUnavailable(_ error: EventLogError) -> Problem {
+        Problem(status: .serviceUnavailable, kind: "journal-unavailable", title: "Event not stored",
+                detail: "the event was not written to the journal and has been undone; nothing was applied. Retry later. (\(error.message))",
+                headers: [("Retry-After", "1")])
+    }
 }

@@ -56,7 +56,7 @@ public final class StateServer<StateType: HostedState> {
         events = EventService(path: path, loop: loop, configuration: configuration)
         self.state = StateService(pipeline: pipeline, history: history, logger: logger)
         health = HealthService(pipeline: pipeline)
-        subscriptions = SubscriptionService(path: path, hub: hub, loop: loop, configuration: configuration, logger: logger)
+        subscriptions = SubscriptionService(hub: hub, fire: { [path] in path.fire($0, origin: $1, answer: $2) }, loop: loop, configuration: configuration, logger: logger)
         metricsService = MetricsService(metrics: metrics, pipeline: pipeline, hub: subscriptions.hub)
         var router = Router()
         events.register(in: &router)
@@ -73,7 +73,6 @@ public final class StateServer<StateType: HostedState> {
         if !configuration.corsOrigins.isEmpty { chain.append(CORSMiddleware(origins: Set(configuration.corsOrigins))) }
         if !configuration.tokens.isEmpty { chain.append(AuthMiddleware(tokens: configuration.tokens)) }
         http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, metrics: metrics, tls: tls, logger: logger)
-        subscriptions.http = http
     }
 
     /// The subscription hub (for tests of what it keeps).

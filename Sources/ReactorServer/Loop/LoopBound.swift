@@ -16,23 +16,3 @@ public struct LoopBound<Value>: @unchecked Sendable {
         return _value
     }
 }
-
-/// A response callback that may travel through a `Sendable` completion (the core's), to be called
-/// back on its loop thread. A struct around the function rather than `LoopBound<(HTTPResponse) -> Void>`:
-/// a function in generic storage is re-wrapped in a thunk on every call.
-/// @unchecked Sendable: `respond` checks it runs on the loop thread that created it.
-struct LoopBoundResponder: @unchecked Sendable {
-    private let callback: (HTTPResponse) -> Void
-    private let loop: EventLoop
-
-    init(_ callback: @escaping (HTTPResponse) -> Void, loop: EventLoop) {
-        precondition(loop.isCurrent, "a LoopBoundResponder is created on its loop's thread")
-        self.callback = callback
-        self.loop = loop
-    }
-
-    func respond(_ response: HTTPResponse) {
-        precondition(loop.isCurrent, "a LoopBoundResponder is called on its loop's thread only")
-        callback(response)
-    }
-}

@@ -6,15 +6,15 @@ import Foundation
 final class RedisBlockingConnection {
     private let context: UnsafeMutablePointer<redisContext>
 
-    init(host: String, port: Int32, timeoutMilliseconds: UInt64) throws(EventLogError) {
+    init(host: String, port: Int32, timeoutMilliseconds: UInt64) throws(RedisConnectionError) {
         let timeout = timeval(tv_sec: Int(timeoutMilliseconds / 1_000), tv_usec: Int(timeoutMilliseconds % 1_000) * 1_000)
         guard let context = redisConnectWithTimeout(host, port, timeout) else {
-            throw EventLogError(.unavailable, "cannot allocate a connection to Redis")
+            throw RedisConnectionError("cannot allocate a connection to Redis")
         }
         guard context.pointee.err == 0 else {
             let reason = Self.error(of: context)
             redisFree(context)
-            throw EventLogError(.unavailable, "cannot connect to Redis at \(host):\(port): \(reason)")
+            throw RedisConnectionError("cannot connect to Redis at \(host):\(port): \(reason)")
         }
         redisSetTimeout(context, timeout)
         self.context = context
@@ -26,13 +26,13 @@ final class RedisBlockingConnection {
 
     /// Sends `command` (`RedisCommand.encode`) and waits for its reply; an `.error` reply is
     /// returned as it is, a lost connection thrown.
-    func send(_ command: [UInt8]) throws(EventLogError) -> RedisReply {
+    func send(_ command: [UInt8]) throws(RedisConnectionError) -> RedisReply {
         let appended = command.withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) { redisAppendFormattedCommand(context, $0.baseAddress, $0.count) }
         }
         var reply: UnsafeMutableRawPointer?
         guard appended == REDIS_OK, redisGetReply(context, &reply) == REDIS_OK, let reply else {
-            throw EventLogError(.unavailable, "Redis did not answer: \(Self.error(of: context))")
+            throw RedisConnectionError("Redis did not answer: \(Self.error(of: context))")
         }
         defer { freeReplyObject(reply) }
         return RedisReply(reply.assumingMemoryBound(to: redisReply.self))
@@ -40,5 +40,14 @@ final class RedisBlockingConnection {
 
     private static func error(of context: UnsafeMutablePointer<redisContext>) -> String {
         withUnsafeBytes(of: context.pointee.errstr) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+}
+
+/// Why a blocking connection to Redis failed (it could not connect, or lost the connection).
+struct RedisConnectionError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
     }
 }

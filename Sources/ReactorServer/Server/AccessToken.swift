@@ -73,3 +73,10 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
+
+/// The client an event was fired for, when its origin is one (interceptors ask for every event).
+@inline(__always)
+func principal(of origin: (any Sendable)?) -> Principal? {
+    guard let origin else { return nil }
+    return exactCast(origin, to: Principal.self)
+}

@@ -191,7 +191,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         if let takeover = response.takeover {
             server.write(response, isHead: false, closing: false, keepAliveHeader: false, to: tcp)
             spareContext = nil
-            server.connectionUpgraded(self, to: takeover.attach(tcp, upgradeLeftover))
+            server.connectionUpgraded(self, to: takeover.attach(tcp, upgradeLeftover) { [server, tcp] in server.upgradedConnectionClosed(tcp) })
             return false
         }
         // While the server shuts down, the last answer due is the last one: it says so.

@@ -186,13 +186,6 @@ extension Problem {
                        headers: [("Retry-After", String(wait))])
     }
 
-    /// The journal could not store an event: it was undone and is not acknowledged.
-    public static func journalUnavailable(_ error: EventLogError) -> Problem {
-        Problem(status: .serviceUnavailable, kind: "journal-unavailable", title: "Event not stored",
-                detail: "the event was not written to the journal and has been undone; nothing was applied. Retry later. (\(error.message))",
-                headers: [("Retry-After", "1")])
-    }
-
     /// History or a past state that the data directory no longer holds.
     public static func historyGone(_ detail: String, oldest: UInt64) -> Problem {
         Problem(status: .gone, kind: "history-gone", title: "No longer kept", detail: detail,

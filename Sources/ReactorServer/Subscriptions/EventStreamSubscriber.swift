@@ -4,10 +4,9 @@ import Logging
 /// as `id:`/`event:`/`data:` records, with heartbeat comments so proxies keep the stream open.
 final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate, UpgradedConnection, SubscriptionSink {
     private let tcp: TCPConnection
-    /// Strong, though the server holds its connections too: it lets go of each when it closes, which
-    /// breaks the cycle. An unowned reference, even an unsafe one, is retained around every call
-    /// made through it; a `let` of this object's own is borrowed.
-    private let server: HTTPServer
+    private let loop: EventLoop
+    /// Tells the server the connection closed (see `ConnectionTakeover`).
+    private let closed: () -> Void
     private let hub: SubscriptionHub<StateType>
     private let selection: SubscriptionSelection
     private let configuration: ServerConfiguration
@@ -18,16 +17,17 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
 
     private static var heartbeat: [UInt8] { Array(": heartbeat\n\n".utf8) }
 
-    init(tcp: TCPConnection, server: HTTPServer, hub: SubscriptionHub<StateType>, selection: SubscriptionSelection,
+    init(tcp: TCPConnection, loop: EventLoop, closed: @escaping () -> Void, hub: SubscriptionHub<StateType>, selection: SubscriptionSelection,
          configuration: ServerConfiguration, logger: Logger) {
         self.tcp = tcp
-        self.server = server
+        self.loop = loop
+        self.closed = closed
         self.hub = hub
         self.selection = selection
         self.configuration = configuration
         self.logger = logger
         heartbeatEvery = UInt64(configuration.heartbeatInterval * 1000)
-        lastWrite = server.now
+        lastWrite = loop.now
         super.init()
         tcp.delegate = self
     }
@@ -41,7 +41,7 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
     }
 
     private func write(_ bytes: [UInt8]) {
-        lastWrite = server.now
+        lastWrite = loop.now
         hub.counters.pushed(bytes.count)
         tcp.write(bytes)
     }
@@ -80,7 +80,7 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
 
     override func connectionDidClose(_ connection: TCPConnection) {
         hub.unsubscribe(self, from: selection)
-        server.upgradedConnectionClosed(tcp)
+        closed()
     }
 
     // MARK: UpgradedConnection

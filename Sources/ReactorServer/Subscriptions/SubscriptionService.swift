@@ -6,14 +6,10 @@ import Reactor
 final class SubscriptionService<StateType: HostedState> {
     let hub: SubscriptionHub<StateType>
     /// Where events fired over a subscriber's WebSocket go.
-    private let events: EventPath<StateType>
+    private let fire: FireEvent
     private let loop: EventLoop
     private let configuration: ServerConfiguration
     private let logger: Logger
-    /// Set once the HTTP server exists (it is built from the routes registered here).
-    /// unowned(unsafe): the StateServer owns both and they live as long as each other; a weak
-    /// reference would give the server a side table and slow every retain and release of it.
-    unowned(unsafe) var http: HTTPServer!
     /// permessage-deflate's compressor for messages on their own, shared by every WebSocket of this
     /// server (made at the first).
     private lazy var compressor = MessageCompressor()
@@ -22,11 +18,11 @@ final class SubscriptionService<StateType: HostedState> {
 
     static var subprotocol: String { "reactor.v1" }
 
-    /// `hub` is the one the event path's pipeline publishes to: subscribers see published states
-    /// only (with a journal, states already on disk).
-    init(path: EventPath<StateType>, hub: SubscriptionHub<StateType>, loop: EventLoop,
+    /// `hub` is the one the commit pipeline publishes to: subscribers see published states only
+    /// (with a journal, states already on disk).
+    init(hub: SubscriptionHub<StateType>, fire: @escaping FireEvent, loop: EventLoop,
          configuration: ServerConfiguration, logger: Logger) {
-        events = path
+        self.fire = fire
         self.hub = hub
         self.loop = loop
         self.configuration = configuration
@@ -64,9 +60,9 @@ final class SubscriptionService<StateType: HostedState> {
         }
         let principal = context.principal
         let mayFire = configuration.tokens.isEmpty || principal?.token.allows(.fire) == true
-        return handshake(request, subprotocols: [Self.subprotocol], selection: selection) { [unowned self] tcp, leftover, deflate in
-            let connection = WebSocketServerConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
-            let subscriber = WebSocketSubscriber(connection: connection, hub: hub, events: events, selection: selection,
+        return handshake(request, subprotocols: [Self.subprotocol], selection: selection) { [unowned self] tcp, leftover, deflate, closed in
+            let connection = WebSocketServerConnection(tcp: tcp, loop: loop, closed: closed, limits: webSocketLimits, timing: timing, deflate: deflate)
+            let subscriber = WebSocketSubscriber(connection: connection, hub: hub, fire: fire, selection: selection,
                                                  principal: principal, mayFire: mayFire, configuration: configuration, logger: logger)
             subscriber.start(since: since, leftover: leftover)
             return connection
@@ -74,8 +70,8 @@ final class SubscriptionService<StateType: HostedState> {
     }
 
     private func echo(_ request: HTTPRequest) -> HTTPResponse {
-        handshake(request, subprotocols: [], selection: nil) { [unowned self] tcp, leftover, deflate in
-            let connection = WebSocketServerConnection(tcp: tcp, server: http!, limits: webSocketLimits, timing: timing, deflate: deflate)
+        handshake(request, subprotocols: [], selection: nil) { [unowned self] tcp, leftover, deflate, closed in
+            let connection = WebSocketServerConnection(tcp: tcp, loop: loop, closed: closed, limits: webSocketLimits, timing: timing, deflate: deflate)
             connection.handler = WebSocketEcho()
             connection.start(leftover: leftover)
             return connection
@@ -86,7 +82,7 @@ final class SubscriptionService<StateType: HostedState> {
     /// shared stream of `selection` when the client lets the server keep its context), or the
     /// problem with the handshake.
     private func handshake(_ request: HTTPRequest, subprotocols: [String], selection: SubscriptionSelection?,
-                           attach: @escaping (TCPConnection, [UInt8], WebSocketServerConnection.Deflate?) -> any UpgradedConnection) -> HTTPResponse {
+                           attach: @escaping (TCPConnection, [UInt8], WebSocketServerConnection.Deflate?, @escaping () -> Void) -> any UpgradedConnection) -> HTTPResponse {
         guard request.headers.contains("Upgrade") else {
             return Problem(status: .upgradeRequired, kind: "websocket-required", title: "WebSocket required",
                            detail: "\(request.path) speaks WebSocket: open it with a WebSocket client (Upgrade: websocket)",
@@ -113,7 +109,7 @@ final class SubscriptionService<StateType: HostedState> {
                                                       shared: shared)
                 headers.append(("Sec-WebSocket-Extensions", negotiated.responseHeaderValue))
             }
-            return HTTPResponse(status: .switchingProtocols, headers: headers, takeover: ConnectionTakeover { tcp, leftover in attach(tcp, leftover, deflate) })
+            return HTTPResponse(status: .switchingProtocols, headers: headers, takeover: ConnectionTakeover { tcp, leftover, closed in attach(tcp, leftover, deflate, closed) })
         }
     }
 
@@ -146,8 +142,8 @@ final class SubscriptionService<StateType: HostedState> {
         case .success(let parsed): (selection, since) = parsed
         case .failure(let problem): return problem.response
         }
-        let takeover = ConnectionTakeover { [unowned self] tcp, _ in
-            let subscriber = EventStreamSubscriber(tcp: tcp, server: http!, hub: hub, selection: selection,
+        let takeover = ConnectionTakeover { [unowned self] tcp, _, closed in
+            let subscriber = EventStreamSubscriber(tcp: tcp, loop: loop, closed: closed, hub: hub, selection: selection,
                                                    configuration: configuration, logger: logger)
             subscriber.start(since: since)
             return subscriber

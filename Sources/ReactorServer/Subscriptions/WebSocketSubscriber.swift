@@ -1,12 +1,16 @@
 import Logging
 import Reactor
 
+/// Fires an event given as JSON on behalf of `origin`, and calls back with the version it was
+/// published at or the problem it was refused with: the server's event path (`EventPath.fire`).
+typealias FireEvent = (_ event: JSON, _ origin: Principal?, _ answer: @escaping (Result<UInt64, Problem>) -> Void) -> Void
+
 /// A client subscribed over WebSocket: gets its selection's messages, may fire events over the
 /// same socket, and is held to the slow-consumer policy.
 final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler, SubscriptionSink {
     private let connection: WebSocketServerConnection
     private let hub: SubscriptionHub<StateType>
-    private let events: EventPath<StateType>
+    private let fire: FireEvent
     private let selection: SubscriptionSelection
     private let principal: Principal?
     private let mayFire: Bool
@@ -15,11 +19,11 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     /// Behind: queued messages were dropped, and a fresh snapshot goes out once the socket drains.
     private var isLagging = false
 
-    init(connection: WebSocketServerConnection, hub: SubscriptionHub<StateType>, events: EventPath<StateType>,
+    init(connection: WebSocketServerConnection, hub: SubscriptionHub<StateType>, fire: @escaping FireEvent,
          selection: SubscriptionSelection, principal: Principal?, mayFire: Bool, configuration: ServerConfiguration, logger: Logger) {
         self.connection = connection
         self.hub = hub
-        self.events = events
+        self.fire = fire
         self.selection = selection
         self.principal = principal
         self.mayFire = mayFire
@@ -96,7 +100,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
             return reply(error: .invalidEvent("the fire message has no \"event\""), id: id)
         }
         // Acknowledged once published (with a journal, once written down), like an HTTP answer.
-        events.fire(eventJSON, origin: principal) { [self] outcome in
+        fire(eventJSON, principal) { [self] outcome in
             switch outcome {
             case .success(let version): reply(JSON.object(["type": "ack", "id": id, "version": .integer(Int64(version))]))
             case .failure(let problem): reply(error: problem, id: id)

@@ -10,13 +10,14 @@ public protocol UpgradedConnection: AnyObject {
 }
 
 /// Hands a connection over to another protocol once the response head is written: a WebSocket after
-/// its 101, an event stream after its 200. `attach` gets the connection and the bytes that followed
-/// the request, and returns what now owns the connection.
+/// its 101, an event stream after its 200. `attach` gets the connection, the bytes that followed
+/// the request and what to call once the connection has closed (the server stops counting it), and
+/// returns what now owns the connection.
 /// @unchecked Sendable: made and used on the loop thread only.
 public final class ConnectionTakeover: @unchecked Sendable {
-    let attach: (TCPConnection, _ leftover: [UInt8]) -> any UpgradedConnection
+    let attach: (TCPConnection, _ leftover: [UInt8], _ closed: @escaping () -> Void) -> any UpgradedConnection
 
-    public init(attach: @escaping (TCPConnection, _ leftover: [UInt8]) -> any UpgradedConnection) {
+    public init(attach: @escaping (TCPConnection, _ leftover: [UInt8], _ closed: @escaping () -> Void) -> any UpgradedConnection) {
         self.attach = attach
     }
 }

@@ -40,10 +40,9 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     let deflate: Deflate?
     /// Held until the connection closes (nothing else need own an echo handler).
     var handler: WebSocketMessageHandler?
-    /// Strong, though the server holds its connections too: it lets go of each when it closes, which
-    /// breaks the cycle. An unowned reference, even an unsafe one, is retained around every call
-    /// made through it; a `let` of this object's own is borrowed.
-    private let server: HTTPServer
+    private let loop: EventLoop
+    /// Tells the server the connection closed (see `ConnectionTakeover`).
+    private let closed: () -> Void
     private var decoder: WebSocketFrameDecoder
     /// The number of the last shared-stream entry this connection sent, while it has taken every
     /// one since the stream's last fresh start and nothing else compressed; 0 when out of step.
@@ -52,21 +51,22 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     private var lastHeard: UInt64
     private var pingSentAt: UInt64?
     private(set) var isClosing = false {
-        didSet { if isClosing && closingSince == nil { closingSince = server.now } }
+        didSet { if isClosing && closingSince == nil { closingSince = loop.now } }
     }
     /// When the close handshake began: a peer that never reads (so the close frame never drains)
     /// is cut off `closeGrace` milliseconds later.
     private var closingSince: UInt64?
     private static var closeGrace: UInt64 { 2_000 }
 
-    init(tcp: TCPConnection, server: HTTPServer, limits: WebSocketLimits, timing: Timing, deflate: Deflate? = nil) {
+    init(tcp: TCPConnection, loop: EventLoop, closed: @escaping () -> Void, limits: WebSocketLimits, timing: Timing, deflate: Deflate? = nil) {
         self.tcp = tcp
-        self.server = server
+        self.loop = loop
+        self.closed = closed
         self.timing = timing
         self.deflate = deflate
         decoder = WebSocketFrameDecoder(limits: limits)
         decoder.acceptsCompressedMessages = deflate != nil
-        lastHeard = server.now
+        lastHeard = loop.now
         super.init()
         tcp.delegate = self
     }
@@ -157,7 +157,7 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
-        lastHeard = server.now
+        lastHeard = loop.now
         pingSentAt = nil
         var input = bytes
         while !isClosing, let event = decoder.next(from: &input) {
@@ -210,7 +210,7 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     override func connectionDidClose(_ connection: TCPConnection) {
         handler?.webSocketDidClose(self)
         handler = nil
-        server.upgradedConnectionClosed(tcp)
+        closed()
     }
 
     // MARK: UpgradedConnection

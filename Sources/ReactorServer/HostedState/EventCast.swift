@@ -72,16 +72,11 @@ extension Event {
     }
 }
 
-/// The client an event was fired for, when its origin is one: `as?` from `any Sendable` is the
-/// runtime's general cast, and interceptors ask this for every event.
+/// `value` as `Target`: read in place when its static type is exactly `Target`, else through `as?`
+/// (the runtime's general cast, a few hundred instructions, which an interceptor would pay on every
+/// event).
 @inline(__always)
-func principal(of origin: (any Sendable)?) -> Principal? {
-    guard let origin else { return nil }
-    return exactCast(origin, to: Principal.self)
-}
-
-@inline(__always)
-private func exactCast<Value: Sendable, Target>(_ value: Value, to type: Target.Type) -> Target? {
+func exactCast<Value: Sendable, Target>(_ value: Value, to type: Target.Type) -> Target? {
     if Value.self == Target.self {
         return withUnsafePointer(to: value) { UnsafeRawPointer($0).load(as: Target.self) }
     }
