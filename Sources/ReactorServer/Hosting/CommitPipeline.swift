@@ -68,17 +68,11 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     private let metrics: ServerMetrics
 
     /// The newest state the log holds: what clients may see. Without a log, the core's own state.
-    var published: (version: UInt64, state: StateType) {
-        guard let journaledState else { return core.snapshot() }
-        return (publishedVersion, journaledState)
-    }
+    let publishedState: PublishedState<StateType>
+    var published: (version: UInt64, state: StateType) { publishedState.current }
+    var publishedVersion: UInt64 { publishedState.version }
     // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only; callbacks run on copies, never during a modification;
     // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) private(set) var publishedVersion: UInt64
-    /// The published state, held only with a log (where it lags behind the core's). Without one the
-    /// core's state is the published one: held here as well, a document's root would have two
-    /// owners, and the core would copy it on every event.
-    @exclusivity(unchecked) private var journaledState: StateType?
     @exclusivity(unchecked) private var pending: [Entry] = []
     @exclusivity(unchecked) private var appending = false
     @exclusivity(unchecked) private var waiters: Deque<(version: UInt64, resume: (Outcome) -> Void)> = []
@@ -102,7 +96,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// Called once nothing is pending or being appended (shutdown waits for it).
     @exclusivity(unchecked) private var whenIdle: (() -> Void)?
     /// `hub` gets the published state now, and every state published after it.
-    init(core: Core<StateType>, state: StateType, version: UInt64, log: (any EventLog)?, hub: SubscriptionHub<StateType>,
+    init(core: Core<StateType>, published: PublishedState<StateType>, log: (any EventLog)?, hub: SubscriptionHub<StateType>,
          loop: EventLoop, options: Options, metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
         self.core = core
         self.hub = hub
@@ -111,16 +105,17 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         self.loop = loop
         self.options = options
         self.logger = logger
-        publishedVersion = version
+        precondition((log != nil) == (published.heldState != nil), "the published state is held apart from the core's exactly when there is a log")
+        publishedState = published
         shared = log as? any SharedEventLog
         if log != nil {
-            journaledState = state
             endOfIteration = PrepareWatcher(loop: loop) { [unowned self] in
                 reconcile()
                 flush()
             }
             core.add(interceptor: SpecializedInterceptor(JournalableEventInterceptor<StateType>()))
         }
+        let (version, state) = published.current
         hub.update(with: state, version: version)
         if let shared {
             shared.onRecords = { [unowned self] records in received(records) }
@@ -289,8 +284,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     }
 
     private func publish(_ state: StateType, _ version: UInt64) {
-        publishedVersion = version
-        if log != nil { journaledState = state }
+        publishedState.publish(state, at: version)
         hub.update(with: state, version: version)
         while let first = waiters.first, first.version <= version {
             waiters.removeFirst().resume(.success(first.version))
@@ -409,7 +403,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         guard let first = incoming.first else { return }
         guard first.version == publishedVersion + 1 else { return catchUp() }
         // Everything below must run now, in order, with nothing else applied in between.
-        guard core.isIdle, let journaledState else { return }
+        guard core.isIdle, let journaledState = publishedState.heldState else { return }
         let records = incoming
         incoming.removeAll()
         var own = pending
@@ -432,7 +426,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                     // again after the others', like the rest.
                     own += pending
                     pending.removeAll()
-                    core.restore(state: self.journaledState!, version: publishedVersion)
+                    core.restore(state: publishedState.heldState!, version: publishedVersion)
                 }
             } catch {
                 applyingDecided = false

@@ -40,15 +40,13 @@ public final class StateServer<StateType: HostedState> {
             core.add(interceptor: SpecializedInterceptor(EventPermissionInterceptor<StateType>()))
             core.add(interceptor: SpecializedInterceptor(EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics)))
         }
-        // The pipeline tells the hub of each state it publishes; the hub asks the pipeline for the
-        // published state when it needs it (a new subscriber's snapshot), through a reference set
-        // once the pipeline exists.
-        unowned var publisher: CommitPipeline<StateType>?
-        let hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, logger: logger) { publisher!.published.state }
-        pipeline = CommitPipeline(core: core, state: state, version: version, log: log, hub: hub, loop: loop,
+        // The pipeline moves the published state and tells the hub of each state it publishes;
+        // the hub reads the published state when it needs it (a new subscriber's snapshot).
+        let published = PublishedState(core: core, state: state, version: version, holdsState: log != nil)
+        let hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, logger: logger) { published.current.state }
+        pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop,
                                   options: .init(snapshotEvents: storage.snapshotEvents, snapshotBytes: storage.snapshotBytes),
                                   metrics: metrics, logger: logger)
-        publisher = pipeline
         // After the operator's middleware: the pipeline publishes what they have seen.
         core.add(middleware: SpecializedMiddleware(EventLogger<StateType>(logger: logger, metrics: metrics), then: pipeline))
         history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)

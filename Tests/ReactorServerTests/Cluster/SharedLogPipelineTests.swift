@@ -139,10 +139,9 @@ final class SharedLogPipelineTests: XCTestCase {
             logger.logLevel = .critical
             let log = MemoryLog(loop: loop)
             let core = Core(state: JSONDocument(), version: 0, middlewares: middlewares, executor: loop)
-            unowned var publisher: CommitPipeline<JSONDocument>?
-            let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { publisher!.published.state }
-            let pipeline = CommitPipeline(core: core, state: JSONDocument(), version: 0, log: log, hub: hub, loop: loop, options: .init(), logger: logger)
-            publisher = pipeline
+            let published = PublishedState(core: core, state: JSONDocument(), version: 0, holdsState: true)
+            let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { published.current.state }
+            let pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop, options: .init(), logger: logger)
             core.add(middleware: pipeline)
             let harness = Harness(core: core, pipeline: pipeline, log: log)
             _ = hub.subscribe(Subscriber(harness), to: SubscriptionSelection(path: .root, mode: .patch), since: nil)

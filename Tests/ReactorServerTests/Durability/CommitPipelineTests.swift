@@ -89,11 +89,10 @@ final class CommitPipelineTests: XCTestCase {
                 let (log, state, version) = try DataDirectoryOperations.open(directory, initialState: JSONDocument(), loop: loop,
                                                              options: .init(fsync: fsync, segmentBytes: segmentBytes), logger: logger)
                 let core = Core(state: state, version: version, executor: loop)
-                unowned var publisher: CommitPipeline<JSONDocument>?
-                let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { publisher!.published.state }
-                let pipeline = CommitPipeline(core: core, state: state, version: version, log: log, hub: hub, loop: loop,
+                let published = PublishedState(core: core, state: state, version: version, holdsState: log != nil)
+                let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { published.current.state }
+                let pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop,
                                               options: .init(snapshotEvents: snapshotEvents), logger: logger)
-                publisher = pipeline
                 core.add(middleware: pipeline)
                 let harness = Harness(core: core, pipeline: pipeline, hub: hub, log: log)
                 let subscriber = Subscriber(harness)

@@ -91,10 +91,9 @@ final class EventPathTests: XCTestCase {
             logger.logLevel = .critical
             let log = journaled ? MemoryLog(loop: loop) : nil
             let core = Core(state: JSONDocument(), version: 0, middlewares: middlewares, executor: loop)
-            unowned var publisher: CommitPipeline<JSONDocument>?
-            let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { publisher!.published.state }
-            let pipeline = CommitPipeline(core: core, state: JSONDocument(), version: 0, log: log, hub: hub, loop: loop, options: .init(), logger: logger)
-            publisher = pipeline
+            let published = PublishedState(core: core, state: JSONDocument(), version: 0, holdsState: log != nil)
+            let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { published.current.state }
+            let pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop, options: .init(), logger: logger)
             core.add(middleware: pipeline)
             finish(Harness(core: core, path: EventPath(core: core, pipeline: pipeline, loop: loop), log: log))
         }
