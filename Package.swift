@@ -19,7 +19,7 @@ let package = Package(
     ],
     targets: [
         // The C seam: libuv (event loop), llhttp (HTTP parser), OpenSSL's libcrypto (SHA-1, HMAC) and
-        // hiredis with its libuv adapter (a cluster's shared log in Redis).
+        // hiredis (a cluster's shared log in Redis, driven on the loop by our own event hooks).
         .systemLibrary(
             name: "CUV",
             pkgConfig: "libllhttp",

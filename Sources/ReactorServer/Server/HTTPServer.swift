@@ -195,7 +195,7 @@ public final class HTTPServer {
             connection.spareContext = context
         }
         routes.route(request, into: context)
-        responder(request, context) { response in context.connection.complete(context, response) }
+        responder(request, context) { response in context.connection?.complete(context, response) }
     }
 
     /// Answers what a connection could not take as a request (malformed, too large, too slow) through
@@ -206,7 +206,7 @@ public final class HTTPServer {
         let context = RequestContext(id: lastRequestID, receivedAt: MonotonicClock.nanoseconds(), connection: connection, sequence: sequence,
                                      isHead: false, keepAliveHeader: false)
         context.endpoint = Endpoint(respond: Router.answer(problem))
-        responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context) { response in context.connection.complete(context, response) }
+        responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context) { response in context.connection?.complete(context, response) }
     }
 
     /// The path of the route numbered `index`.

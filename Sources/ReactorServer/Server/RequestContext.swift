@@ -12,7 +12,7 @@ public final class RequestContext {
     @exclusivity(unchecked) public var principal: Principal?
     /// The path of the route the request matched, if any (for logs and metrics). Looked up when
     /// asked: most requests never are, and storing it would retain and release it for each.
-    public var route: String? { routeIndex < 0 ? nil : connection.routePath(routeIndex) }
+    public var route: String? { routeIndex < 0 ? nil : connection?.routePath(routeIndex) }
     /// The route's number in its router; -1 when the request matched none.
     @exclusivity(unchecked) var routeIndex = -1
     /// What the matched route needs of the client; nil when anyone may use it.
@@ -24,14 +24,15 @@ public final class RequestContext {
 
     /// Where the answer goes: the connection that read the request, the request's place in its
     /// order, and how the answer is to be framed. Kept here so that the closure that carries the
-    /// answer back captures this one object, which needs no allocation of its own.
-    let connection: HTTPServerConnection
+    /// answer back captures this one object, which needs no allocation of its own. Nil only for a
+    /// context made without a server, to test routing and middleware on their own.
+    let connection: HTTPServerConnection?
     @exclusivity(unchecked) private(set) var sequence: UInt64
     @exclusivity(unchecked) private(set) var isHead: Bool
     /// An HTTP/1.0 client that asked to keep the connection: its answer says `Connection: keep-alive`.
     @exclusivity(unchecked) private(set) var keepAliveHeader: Bool
 
-    init(id: UInt64, receivedAt: UInt64, connection: HTTPServerConnection, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) {
+    init(id: UInt64, receivedAt: UInt64, connection: HTTPServerConnection?, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) {
         self.id = id
         self.receivedAt = receivedAt
         self.connection = connection

@@ -8,7 +8,7 @@ final class LayeringTests: XCTestCase {
     /// Lowest first: each folder may use the ones before it. Files at the module's root (the daemon)
     /// come above them all.
     static let layers = [
-        "TLS", "Metrics", "Loop", "HTTP", "WebSocket", "HostedState", "Durability", "Cluster",
+        "Bytes", "TLS", "Metrics", "Loop", "HTTP", "WebSocket", "HostedState", "Durability", "Cluster",
         "Server", "Subscriptions", "Hosting", "Document",
     ]
 
