@@ -71,30 +71,39 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     let publishedState: PublishedState<StateType>
     var published: (version: UInt64, state: StateType) { publishedState.current }
     var publishedVersion: UInt64 { publishedState.version }
-    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only; callbacks run on copies, never during a modification;
-    // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) private var pending: [Entry] = []
-    @exclusivity(unchecked) private var appending = false
-    @exclusivity(unchecked) private var waiters: Deque<(version: UInt64, resume: (Outcome) -> Void)> = []
-    /// Records others appended to a shared log, after the published version, not applied yet.
-    @exclusivity(unchecked) private var incoming: [LogRecord] = []
-    /// Set just before a record of a shared log is applied: that event is durable already.
-    @exclusivity(unchecked) private var applyingDecided = false
-    /// Reading what a shared log holds after the published version (after a gap, or a handover
-    /// that did not come).
-    @exclusivity(unchecked) private var catchingUp = false
-    /// After an append found the others ahead: the head they had reached, until the log has handed
-    /// over what leads up to it (0 when nothing is awaited). Appending before then would fail again.
-    @exclusivity(unchecked) private var awaitedHead: UInt64 = 0
-    @exclusivity(unchecked) private var handoverTimer: LoopTimer?
+    /// What the pipeline keeps track of as it runs.
+    private struct Progress {
+        /// Applied, not yet appended.
+        var pending: [Entry] = []
+        var appending = false
+        var waiters: Deque<(version: UInt64, resume: (Outcome) -> Void)> = []
+        /// Records others appended to a shared log, after the published version, not applied yet.
+        var incoming: [LogRecord] = []
+        /// Set just before a record of a shared log is applied: that event is durable already.
+        var applyingDecided = false
+        /// Reading what a shared log holds after the published version (after a gap, or a handover
+        /// that did not come).
+        var catchingUp = false
+        /// After an append found the others ahead: the head they had reached, until the log has
+        /// handed over what leads up to it (0 when nothing is awaited). Appending before then would
+        /// fail again.
+        var awaitedHead: UInt64 = 0
+        /// The last append's failure, while no later append has succeeded.
+        var failure: EventLogError?
+        var eventsSinceSnapshot = 0
+        var bytesSinceSnapshot = 0
+        var snapshotting = false
+        /// Called once nothing is pending or being appended (shutdown waits for it).
+        var whenIdle: (() -> Void)?
+    }
+    /// @exclusivity(unchecked): touched on the loop thread only, and the callbacks it holds are
+    /// called on copies, never during a modification; a dynamic check on each access would cost
+    /// more than the work it guards, on every event.
+    @exclusivity(unchecked) private var progress = Progress()
     /// The last append's failure, while no later append has succeeded.
-    @exclusivity(unchecked) private(set) var failure: EventLogError?
-    @exclusivity(unchecked) private var eventsSinceSnapshot = 0
-    @exclusivity(unchecked) private var bytesSinceSnapshot = 0
-    @exclusivity(unchecked) private var snapshotting = false
-    @exclusivity(unchecked) private var endOfIteration: PrepareWatcher?
-    /// Called once nothing is pending or being appended (shutdown waits for it).
-    @exclusivity(unchecked) private var whenIdle: (() -> Void)?
+    var failure: EventLogError? { progress.failure }
+    private var handoverTimer: LoopTimer?
+    private var endOfIteration: PrepareWatcher?
     /// `hub` gets the published state now, and every state published after it.
     init(core: Core<StateType>, published: PublishedState<StateType>, log: (any EventLog)?, hub: SubscriptionHub<StateType>,
          loop: EventLoop, options: Options, metrics: ServerMetrics = ServerMetrics(), logger: Logger) {
@@ -128,17 +137,17 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// it was refused with (a 503 if the log failed and it was undone).
     func whenPublished(_ version: UInt64, _ resume: @escaping (Outcome) -> Void) {
         if version <= publishedVersion { return resume(.success(version)) }
-        waiters.append((version, resume))
+        progress.waiters.append((version, resume))
     }
 
     /// Whether clients may see `version` already.
     func isPublished(_ version: UInt64) -> Bool { version <= publishedVersion }
 
-    var isHealthy: Bool { failure == nil && shared?.isReachable != false }
+    var isHealthy: Bool { progress.failure == nil && shared?.isReachable != false }
 
     /// Why the server is not ready to take events, if it is not.
     var unreadiness: String? {
-        if let failure { return "journal: \(failure.message)" }
+        if let failure = progress.failure { return "journal: \(failure.message)" }
         guard let shared, !shared.isReachable else { return nil }
         return "cluster: " + (shared.status.lostHistory ?? "Redis is \(shared.status.connection)")
     }
@@ -146,14 +155,14 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// Calls `done` once every event applied so far is journaled (or refused): at shutdown, before
     /// the log is closed.
     func drain(_ done: @escaping () -> Void) {
-        whenIdle = done
+        progress.whenIdle = done
         flush()
         signalIdleIfDrained()
     }
 
     private func signalIdleIfDrained() {
-        guard !appending, pending.isEmpty, let whenIdle else { return }
-        self.whenIdle = nil
+        guard !progress.appending, progress.pending.isEmpty, let whenIdle = progress.whenIdle else { return }
+        progress.whenIdle = nil
         whenIdle()
     }
 
@@ -165,8 +174,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// journal's records become lines of `/history` and `export`); the event is encoded instead.
     func record(_ payload: [UInt8], asEventOf version: UInt64) {
         guard log != nil, Self.isOneLine(payload),
-              let index = pending.lastIndex(where: { $0.version == version }) else { return }
-        pending[index].payload = payload
+              let index = progress.pending.lastIndex(where: { $0.version == version }) else { return }
+        progress.pending[index].payload = payload
     }
 
     /// No line break in `bytes`: one scan over the raw bytes (`Array.contains` twice costs several times as much).
@@ -183,23 +192,23 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
 
     func process(event: Event, state: StateType, version: UInt64) {
         guard log != nil else { return publish(state, version) }
-        if applyingDecided {
+        if progress.applyingDecided {
             // The decided event itself, the first the core applies in `applyIfIdle(decided:)`;
             // what middleware or observers fire meanwhile is applied after it, as this server's own.
-            applyingDecided = false
+            progress.applyingDecided = false
             return publish(state, version)
         }
         let changes = state.lastChanges
-        pending.append(Entry(version: version, state: changes == nil ? state : nil, changes: changes, event: event))
+        progress.pending.append(Entry(version: version, state: changes == nil ? state : nil, changes: changes, event: event))
     }
 
     // MARK: Group commit
 
     /// Appends what the core applied since the last append, unless an append is still running.
     private func flush() {
-        guard let log, !appending, !catchingUp, awaitedHead == 0, !pending.isEmpty else { return }
-        var batch = pending
-        pending.removeAll(keepingCapacity: true)
+        guard let log, !progress.appending, !progress.catchingUp, progress.awaitedHead == 0, !progress.pending.isEmpty else { return }
+        var batch = progress.pending
+        progress.pending.removeAll(keepingCapacity: true)
         var records: [LogRecord] = []
         records.reserveCapacity(batch.count)
         for entry in batch {
@@ -217,15 +226,15 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             }
             batch[batch.count - 1].state = state
         }
-        appending = true
+        progress.appending = true
         log.append(records) { [self] result in
-            appending = false
+            progress.appending = false
             switch result {
             case .success:
                 commit(batch, bytes: records.reduce(0) { $0 + $1.payload.count })
             case .failure(let error) where error.isBehind:
                 // Not appended: applied again once what the others appended first is applied.
-                pending.insert(contentsOf: batch, at: 0)
+                progress.pending.insert(contentsOf: batch, at: 0)
                 if case .behind(let head) = error.kind { awaitHandover(upTo: head) }
             case .failure(let error):
                 fail(error)
@@ -250,9 +259,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     }
 
     private func commit(_ batch: [Entry], bytes: Int) {
-        if let failure {
+        if let failure = progress.failure {
             logger.notice("the journal accepts events again", metadata: ["after": "\(failure)"])
-            self.failure = nil
+            progress.failure = nil
         }
         publish(batch)
         if shared != nil, let first = batch.first, let last = batch.last {
@@ -261,9 +270,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             if (first.version - 1) / UInt64(options.snapshotEvents) != last.version / UInt64(options.snapshotEvents) { saveSnapshot() }
             return
         }
-        eventsSinceSnapshot += batch.count
-        bytesSinceSnapshot += bytes
-        if eventsSinceSnapshot >= options.snapshotEvents || bytesSinceSnapshot >= options.snapshotBytes {
+        progress.eventsSinceSnapshot += batch.count
+        progress.bytesSinceSnapshot += bytes
+        if progress.eventsSinceSnapshot >= options.snapshotEvents || progress.bytesSinceSnapshot >= options.snapshotBytes {
             saveSnapshot()
         }
     }
@@ -286,8 +295,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     private func publish(_ state: StateType, _ version: UInt64) {
         publishedState.publish(state, at: version)
         hub.update(with: state, version: version)
-        while let first = waiters.first, first.version <= version {
-            waiters.removeFirst().resume(.success(first.version))
+        while let first = progress.waiters.first, first.version <= version {
+            progress.waiters.removeFirst().resume(.success(first.version))
         }
     }
 
@@ -297,14 +306,14 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         logger.error("the journal refused events; they are undone and not acknowledged", metadata: [
             "error": "\(error)", "published": "\(publishedVersion)",
         ])
-        failure = error
-        pending.removeAll()
+        progress.failure = error
+        progress.pending.removeAll()
         endHandover()
         metrics.eventsUndone += core.version - publishedVersion
         let (version, state) = published
         core.restore(state: state, version: version)
         let problem = Problem.journalUnavailable(error)
-        while let waiter = waiters.popFirst() { waiter.resume(.failure(problem)) }
+        while let waiter = progress.waiters.popFirst() { waiter.resume(.failure(problem)) }
     }
 
     // MARK: A shared log
@@ -313,14 +322,14 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// being appended (see `reconcile`).
     private func received(_ records: [LogRecord]) {
         for record in records where record.version > receivedVersion {
-            incoming.append(record)
+            progress.incoming.append(record)
         }
-        if awaitedHead != 0 && receivedVersion >= awaitedHead { endHandover() }
+        if progress.awaitedHead != 0 && receivedVersion >= progress.awaitedHead { endHandover() }
         reconcile()
     }
 
     /// The newest version this server has, applied or waiting to be.
-    private var receivedVersion: UInt64 { max(publishedVersion, incoming.last?.version ?? 0) }
+    private var receivedVersion: UInt64 { max(publishedVersion, progress.incoming.last?.version ?? 0) }
 
     /// How long the log's tail may take to hand over what an append found the others had appended,
     /// before it is read instead. The tail brings it within a round trip; this covers a tail that
@@ -331,10 +340,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// its tail brings them anyway, so the refused append neither carried them back nor needs a read.
     private func awaitHandover(upTo head: UInt64) {
         guard receivedVersion < head else { return }
-        awaitedHead = max(awaitedHead, head)
+        progress.awaitedHead = max(progress.awaitedHead, head)
         if handoverTimer == nil {
             handoverTimer = LoopTimer(loop: loop) { [unowned self] in
-                guard awaitedHead != 0 else { return }
+                guard progress.awaitedHead != 0 else { return }
                 endHandover()
                 catchUp()
             }
@@ -343,17 +352,17 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     }
 
     private func endHandover() {
-        awaitedHead = 0
+        progress.awaitedHead = 0
         handoverTimer?.stop()
     }
 
     /// Reads what the shared log holds after the published version: when the tail did not bring
     /// what an append found the others had appended, or records arrived with a gap before them.
     private func catchUp() {
-        guard let log, !catchingUp else { return }
-        catchingUp = true
+        guard let log, !progress.catchingUp else { return }
+        progress.catchingUp = true
         log.read(after: publishedVersion, limit: 4_096) { [self] result in
-            catchingUp = false
+            progress.catchingUp = false
             switch result {
             case .success(let records):
                 received(records)
@@ -371,10 +380,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// server's state and it are no longer kept. Subscribers get the jump as one replacement of the
     /// whole state; this server's own unpublished events are undone (their clients get a 503).
     private func resynchronize() {
-        guard let log, !catchingUp else { return }
-        catchingUp = true
+        guard let log, !progress.catchingUp else { return }
+        progress.catchingUp = true
         log.loadSnapshot(atOrBefore: .max) { [self] result in
-            catchingUp = false
+            progress.catchingUp = false
             guard case .success(let record?) = result, record.version > publishedVersion else {
                 if case .failure(let error) = result { fail(error) }
                 return
@@ -389,7 +398,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             fail(EventLogError(.gone, "this node was behind the shared log's oldest event and started again from its snapshot of version \(record.version)"))
             core.restore(state: state, version: record.version)
             publish(state, record.version)
-            failure = nil
+            progress.failure = nil
             reconcile()
         }
     }
@@ -398,42 +407,42 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// flight: its own unpublished events are taken back, the others' applied as decided, and its
     /// own applied again on top (`Entry.event`), to be appended next.
     private func reconcile() {
-        guard shared != nil, !appending, !catchingUp, !incoming.isEmpty else { return }
-        incoming.removeAll { $0.version <= publishedVersion }
-        guard let first = incoming.first else { return }
+        guard shared != nil, !progress.appending, !progress.catchingUp, !progress.incoming.isEmpty else { return }
+        progress.incoming.removeAll { $0.version <= publishedVersion }
+        guard let first = progress.incoming.first else { return }
         guard first.version == publishedVersion + 1 else { return catchUp() }
         // Everything below must run now, in order, with nothing else applied in between.
         guard core.isIdle, let journaledState = publishedState.heldState else { return }
-        let records = incoming
-        incoming.removeAll()
-        var own = pending
-        pending.removeAll()
-        let waiting = waiters
-        waiters.removeAll()
+        let records = progress.incoming
+        progress.incoming.removeAll()
+        var own = progress.pending
+        progress.pending.removeAll()
+        let waiting = progress.waiters
+        progress.waiters.removeAll()
         if !own.isEmpty { core.restore(state: journaledState, version: publishedVersion) }
         for record in records {
             do {
                 let event = try StateType.event(in: record)
-                applyingDecided = true
+                progress.applyingDecided = true
                 let applied = core.applyIfIdle(decided: event)
-                applyingDecided = false
+                progress.applyingDecided = false
                 if case .failure(let error)? = applied { throw error }
                 guard case .success(record.version)? = applied else {
                     throw EventLogError(.diverged, "the event of version \(record.version) took version \(String(describing: applied)) here")
                 }
-                if !pending.isEmpty {
+                if !progress.pending.isEmpty {
                     // Fired meanwhile by a middleware or an observer: this server's own, so applied
                     // again after the others', like the rest.
-                    own += pending
-                    pending.removeAll()
+                    own += progress.pending
+                    progress.pending.removeAll()
                     core.restore(state: publishedState.heldState!, version: publishedVersion)
                 }
             } catch {
-                applyingDecided = false
+                progress.applyingDecided = false
                 let failure = error as? EventLogError ?? EventLogError(.diverged, "the event of version \(record.version) in the shared log does not apply here: \(error)")
                 logger.critical("this node cannot follow the shared log", metadata: ["error": "\(failure)"])
                 // Its own events are not applied again: their clients get the 503.
-                waiters = waiting
+                progress.waiters = waiting
                 return fail(failure)
             }
         }
@@ -452,9 +461,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             case nil: waiter.resume(.failure(Problem.journalUnavailable(EventLogError(.other, "the event was lost while this node caught up"))))
             }
         }
-        if failure != nil, shared?.isReachable == true {
+        if progress.failure != nil, shared?.isReachable == true {
             logger.notice("caught up with the shared log", metadata: ["version": "\(publishedVersion)"])
-            failure = nil
+            progress.failure = nil
         }
     }
 
@@ -462,13 +471,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
 
     /// Writes the published state as a snapshot, from an immutable copy, off the loop thread.
     func saveSnapshot(completion: ((EventLogError?) -> Void)? = nil) {
-        guard let log, !snapshotting else { completion?(nil); return }
-        snapshotting = true
+        guard let log, !progress.snapshotting else { completion?(nil); return }
+        progress.snapshotting = true
         let (version, state) = published
-        eventsSinceSnapshot = 0
-        bytesSinceSnapshot = 0
+        progress.eventsSinceSnapshot = 0
+        progress.bytesSinceSnapshot = 0
         log.saveSnapshot(at: version, encode: { try state.jsonValue().jsonBytes }) { [self] result in
-            snapshotting = false
+            progress.snapshotting = false
             switch result {
             case .success:
                 logger.info("snapshot written", metadata: ["version": "\(version)"])
