@@ -114,7 +114,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         self.loop = loop
         self.options = options
         self.logger = logger
-        precondition((log != nil) == (published.heldState != nil), "the published state is held apart from the core's exactly when there is a log")
+        precondition((log != nil) == published.isJournaled, "the published state may lag behind the core's exactly when there is a log")
         publishedState = published
         shared = log as? any SharedEventLog
         if log != nil {
@@ -123,6 +123,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                 flush()
             }
             core.add(interceptor: SpecializedInterceptor(JournalableEventInterceptor<StateType>()))
+            // Only a shared log publishes states the core still holds as its own.
+            if log is any SharedEventLog { core.add(interceptor: SpecializedInterceptor(PublishedStateDetacher(published: published))) }
         }
         let (version, state) = published.current
         hub.update(with: state, version: version)
@@ -196,7 +198,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             // The decided event itself, the first the core applies in `applyIfIdle(decided:)`;
             // what middleware or observers fire meanwhile is applied after it, as this server's own.
             progress.applyingDecided = false
-            return publish(state, version)
+            return publish(state, version, isCoresOwn: true)
         }
         let changes = state.lastChanges
         progress.pending.append(Entry(version: version, state: changes == nil ? state : nil, changes: changes, event: event))
@@ -292,8 +294,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         publish(last.state!, last.version)
     }
 
-    private func publish(_ state: StateType, _ version: UInt64) {
-        publishedState.publish(state, at: version)
+    /// `isCoresOwn`: the state is the core's, and stays so until an event of this server's own
+    /// (see `PublishedState`).
+    private func publish(_ state: StateType, _ version: UInt64, isCoresOwn: Bool = false) {
+        if isCoresOwn { publishedState.publishCoresOwn(at: version) } else { publishedState.publish(state, at: version) }
         hub.update(with: state, version: version)
         while let first = progress.waiters.first, first.version <= version {
             progress.waiters.removeFirst().resume(.success(first.version))
@@ -412,7 +416,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         guard let first = progress.incoming.first else { return }
         guard first.version == publishedVersion + 1 else { return catchUp() }
         // Everything below must run now, in order, with nothing else applied in between.
-        guard core.isIdle, let journaledState = publishedState.heldState else { return }
+        guard core.isIdle else { return }
+        let journaledState = publishedState.current.state
         let records = progress.incoming
         progress.incoming.removeAll()
         var own = progress.pending
@@ -435,7 +440,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                     // again after the others', like the rest.
                     own += progress.pending
                     progress.pending.removeAll()
-                    core.restore(state: publishedState.heldState!, version: publishedVersion)
+                    core.restore(state: publishedState.current.state, version: publishedVersion)
                 }
             } catch {
                 progress.applyingDecided = false

@@ -139,7 +139,7 @@ final class SharedLogPipelineTests: XCTestCase {
             logger.logLevel = .critical
             let log = MemoryLog(loop: loop)
             let core = Core(state: JSONDocument(), version: 0, middlewares: middlewares, executor: loop)
-            let published = PublishedState(core: core, state: JSONDocument(), version: 0, holdsState: true)
+            let published = PublishedState(core: core, state: JSONDocument(), version: 0, isJournaled: true)
             let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { published.current.state }
             let pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop, options: .init(), logger: logger)
             core.add(middleware: pipeline)
@@ -225,6 +225,59 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(state.core, 3)
         XCTAssertEqual(state.root, ["n": 2, "who": "b"])
         XCTAssertEqual(state.published, [1, 2, 3])
+    }
+
+    /// Sees the document's root after each event the core applies.
+    final class RootWatcher: Middleware, @unchecked Sendable {  // @unchecked: used on the loop thread only
+        var buffers: [UnsafeRawPointer?] = []
+        func process(event: Event, state: JSONDocument) { buffers.append(documentObjectBuffer(state.root)) }
+    }
+
+    /// The others' events are applied in place: published as they are, the state is the core's own,
+    /// not a second owner of the document's root (which would make the core copy it for each event).
+    func testTheOthersEventsAreAppliedInPlace() {
+        let watcher = RootWatcher()
+        let harness = harness(middlewares: [watcher])
+        let _: Bool = onLoop { finish in
+            // The same member each time: a new one could grow the root, which moves it.
+            harness.log.appendAsAnotherServer(Array(repeating: Self.increment, count: 20))
+            finish(true)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while settled(harness).version < 20, Date() < deadline { usleep(1_000) }
+        // As numbers: pointers do not cross threads.
+        let buffers: [UInt] = onLoop { finish in finish(watcher.buffers.map { UInt(bitPattern: $0) }) }
+        XCTAssertEqual(buffers.count, 20)
+        // The first copies the root the pipeline was made with; none after it does.
+        XCTAssertEqual(Set(buffers.dropFirst().map { $0 }).count, 1, "the root was copied after the first event")
+        XCTAssertEqual(settled(harness).root, ["n": 20])
+    }
+
+    /// After the others' events the published state is the core's own, until this server applies one
+    /// of its own: then clients still see the others' state until the log holds the new event.
+    func testAnOwnEventAfterTheOthersIsSeenOnlyOnceAppended() {
+        let harness = harness()
+        let _: Bool = onLoop { finish in
+            harness.log.appendAsAnotherServer([Self.event(#"{"type":"set","path":"/n","value":5}"#)])
+            finish(true)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while settled(harness).version < 1, Date() < deadline { usleep(1_000) }
+        let seen: (published: JSON, version: UInt64, core: JSON) = onLoop { finish in
+            harness.log.holding = true
+            _ = harness.core.fireIfIdle(event: Self.increment, origin: nil)
+            let (version, state) = harness.pipeline.published
+            finish((state.root, version, harness.core.state.root))
+        }
+        XCTAssertEqual(seen.published, ["n": 5])
+        XCTAssertEqual(seen.version, 1)
+        XCTAssertEqual(seen.core, ["n": 6])
+        let _: Bool = onLoop { finish in
+            harness.log.release()
+            finish(true)
+        }
+        while settled(harness).version < 2, Date() < deadline { usleep(1_000) }
+        XCTAssertEqual(settled(harness).root, ["n": 6])
     }
 
     func testOwnEventsRefusedBecauseOthersAppendedFirstTakeTheVersionsAfterTheirs() {

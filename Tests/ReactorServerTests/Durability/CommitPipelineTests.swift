@@ -89,7 +89,7 @@ final class CommitPipelineTests: XCTestCase {
                 let (log, state, version) = try DataDirectoryOperations.open(directory, initialState: JSONDocument(), loop: loop,
                                                              options: .init(fsync: fsync, segmentBytes: segmentBytes), logger: logger)
                 let core = Core(state: state, version: version, executor: loop)
-                let published = PublishedState(core: core, state: state, version: version, holdsState: true)
+                let published = PublishedState(core: core, state: state, version: version, isJournaled: true)
                 let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { published.current.state }
                 let pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop,
                                               options: .init(snapshotEvents: snapshotEvents), logger: logger)

@@ -91,7 +91,7 @@ final class EventPathTests: XCTestCase {
             logger.logLevel = .critical
             let log = journaled ? MemoryLog(loop: loop) : nil
             let core = Core(state: JSONDocument(), version: 0, middlewares: middlewares, executor: loop)
-            let published = PublishedState(core: core, state: JSONDocument(), version: 0, holdsState: log != nil)
+            let published = PublishedState(core: core, state: JSONDocument(), version: 0, isJournaled: log != nil)
             let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { published.current.state }
             let pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop, options: .init(), logger: logger)
             core.add(middleware: pipeline)
