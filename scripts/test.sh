@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test. With --tsan, runs the Reactor library's tests, the
-# libuv executor's and the commit pipeline's (the journal on libuv's threadpool) under
+# libuv executor's, the commit pipeline's (the journal on libuv's threadpool) and the event path's under
 # ThreadSanitizer instead, in a build folder of their own so that the two
 # builds do not undo each other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 if [ "${1:-}" = "--tsan" ]; then
-    exec swift test --sanitize=thread --scratch-path .build-tsan --filter "ReactorTests|EventLoopExecutorTests|CommitPipelineTests|SharedLogPipelineTests"
+    exec swift test --sanitize=thread --scratch-path .build-tsan --filter "ReactorTests|EventLoopExecutorTests|CommitPipelineTests|SharedLogPipelineTests|EventPathTests"
 fi
 swift build --build-tests
 swift test
