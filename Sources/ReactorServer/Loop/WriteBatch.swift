@@ -17,9 +17,10 @@ import CUV
 /// is held first, and one larger than the buffer goes straight out.
 final class WriteBatch {
     private struct Entry {
-        /// Unretained: a connection with bytes here flushes the batch before it closes (see
-        /// `TCPConnection.close`), so it is alive, and open, until its entry is written.
-        let connection: Unmanaged<TCPConnection>
+        /// Held until the entry is written, so that it is alive then whatever happened meanwhile; a
+        /// connection closed meanwhile drops its bytes (`writeNow`). (A connection flushes the batch
+        /// before it closes anyway, so that what it wrote goes out first.)
+        let connection: TCPConnection
         let start: Int
         var count: Int
     }
@@ -59,6 +60,8 @@ final class WriteBatch {
 
     /// Frees the buffers; the handle is the loop's to close (`EventLoop.run` closes every handle).
     func deallocate() {
+        entries.deinitialize(count: entryCount)
+        entryCount = 0
         storage.deallocate()
         entries.deallocate()
         handle.deallocate()
@@ -92,10 +95,10 @@ final class WriteBatch {
         let count = fill(storage.baseAddress! + used)
         connection.batchedBytes += count
         // A connection's answers written one after another (pipelining) join one entry: one write.
-        if entryCount > 0, entries[entryCount - 1].connection.toOpaque() == Unmanaged.passUnretained(connection).toOpaque() {
+        if entryCount > 0, entries[entryCount - 1].connection === connection {
             entries[entryCount - 1].count += count
         } else if count > 0 {
-            (entries + entryCount).initialize(to: Entry(connection: .passUnretained(connection), start: used, count: count))
+            (entries + entryCount).initialize(to: Entry(connection: connection, start: used, count: count))
             entryCount += 1
         }
         used += count
@@ -123,11 +126,10 @@ final class WriteBatch {
         isFlushing = true
         let base = UnsafeRawPointer(storage.baseAddress!)
         for index in 0 ..< entryCount {
-            let entry = entries[index]
-            entry.connection._withUnsafeGuaranteedRef { connection in
-                connection.batchedBytes -= entry.count
-                connection.writeNow(UnsafeRawBufferPointer(start: base + entry.start, count: entry.count))
-            }
+            // Moved out: the entry's reference to its connection is let go once it is written.
+            let entry = (entries + index).move()
+            entry.connection.batchedBytes -= entry.count
+            entry.connection.writeNow(UnsafeRawBufferPointer(start: base + entry.start, count: entry.count))
         }
         entryCount = 0
         used = 0
