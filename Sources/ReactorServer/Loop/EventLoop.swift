@@ -97,6 +97,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
             if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
         }, nil)
         uv_run(loop, UV_RUN_DEFAULT)
+        writeBatch.discard()
     }
 
     /// Makes `run()` return after the current iteration. Safe from any thread.

@@ -58,10 +58,18 @@ final class WriteBatch {
         handle.unref()
     }
 
-    /// Frees the buffers; the handle is the loop's to close (`EventLoop.run` closes every handle).
-    func deallocate() {
+    /// Lets go of what is held, unwritten: once the loop has closed every handle, nothing can be
+    /// written, and the entries' references would keep their connections (and, through them, the
+    /// loop) alive.
+    func discard() {
         entries.deinitialize(count: entryCount)
         entryCount = 0
+        used = 0
+    }
+
+    /// Frees the buffers; the handle is the loop's to close (`EventLoop.run` closes every handle).
+    func deallocate() {
+        discard()
         storage.deallocate()
         entries.deallocate()
         handle.deallocate()
