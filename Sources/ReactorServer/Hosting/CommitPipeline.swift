@@ -417,14 +417,15 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         guard first.version == publishedVersion + 1 else { return catchUp() }
         // Everything below must run now, in order, with nothing else applied in between.
         guard core.isIdle else { return }
-        let journaledState = publishedState.current.state
         let records = progress.incoming
         progress.incoming.removeAll()
         var own = progress.pending
         progress.pending.removeAll()
         let waiting = progress.waiters
         progress.waiters.removeAll()
-        if !own.isEmpty { core.restore(state: journaledState, version: publishedVersion) }
+        // Read only when needed: held here while the others' events apply, the state would make
+        // the core copy the document's root for the first of them.
+        if !own.isEmpty { core.restore(state: publishedState.current.state, version: publishedVersion) }
         for record in records {
             do {
                 let event = try StateType.event(in: record)
