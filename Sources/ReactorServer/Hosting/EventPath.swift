@@ -154,13 +154,6 @@ final class EventPath<StateType: HostedState> {
 
     // MARK: The answer's body
 
-    static func versionBody(_ version: UInt64) -> [UInt8] {
-        // Copied into an array made for it in one go. (Growing an array, or
-        // `Array(unsafeUninitializedCapacity:)`, which is not specialised and looks its storage type
-        // up at run time, costs several times as much.)
-        withVersionBody(version) { [UInt8]($0) }
-    }
-
     /// `{"version":N}` in `spareVersionBody`, written over in place: the answer before has mostly
     /// been written and dropped by now (if not, the array is copied, as any shared array would be),
     /// so an answer costs no allocation.
@@ -181,7 +174,7 @@ final class EventPath<StateType: HostedState> {
     }
 
     /// The body of an answer to `POST /events`, written on the stack.
-    private static func withVersionBody<Result>(_ version: UInt64, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    static func withVersionBody<Result>(_ version: UInt64, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
             let prefix: StaticString = #"{"version":"#
             var count = prefix.utf8CodeUnitCount
