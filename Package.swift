@@ -27,12 +27,14 @@ let package = Package(
         ),
         // Pure Swift: knows nothing of sockets, libuv or HTTP.
         .target(name: "Reactor"),
+        // Eight bytes per step (SWAR): the word-at-a-time byte scans of the JSON parser and the server, in one place.
+        .target(name: "ByteWords"),
         // JSON values, RFC 6901 pointers, RFC 6902 and 7386 patches: shared by the server and the clients.
-        .target(name: "ReactorJSON", dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]),
+        .target(name: "ReactorJSON", dependencies: ["ByteWords", .product(name: "OrderedCollections", package: "swift-collections")]),
         .target(
             name: "ReactorServer",
             dependencies: [
-                "Reactor", "ReactorJSON", "CUV",
+                "Reactor", "ReactorJSON", "ByteWords", "CUV",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -80,7 +82,7 @@ let package = Package(
         // What the test targets share (a seeded random number generator).
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "ReactorJSONTests", dependencies: ["ReactorJSON", "TestSupport"]),
-        .testTarget(name: "ReactorServerTests", dependencies: ["ReactorServer", "ReactorJSON", "Reactor", "TestSupport"]),
+        .testTarget(name: "ReactorServerTests", dependencies: ["ReactorServer", "ReactorJSON", "Reactor", "ByteWords", "TestSupport"]),
         // The Swift client: a Core mirrored from a reactord, on Foundation's URLSession (no libuv, so Apple platforms too).
         .target(name: "ReactorClient", dependencies: ["Reactor", "ReactorJSON"]),
         .testTarget(name: "ReactorClientTests", dependencies: ["ReactorClient"]),

@@ -1,3 +1,5 @@
+import ByteWords
+
 /// A strict RFC 8259 parser working directly on UTF-8 bytes.
 ///
 /// Strict means: no trailing commas, no leading zeros, no comments, no byte
@@ -258,9 +260,8 @@ struct JSONByteReader {
         guard let start = bytes.baseAddress else { return 0 }
         let length = bytes.count
         if length >= 8 {
-            let raw = UnsafeRawPointer(start)
-            let head = raw.loadUnaligned(as: UInt64.self)
-            let tail = raw.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
+            let head = ByteWord(loadingFrom: start, at: 0).bits
+            let tail = ByteWord(loadingFrom: start, at: length - 8).bits
             return (head &* 0x9E37_79B9_7F4A_7C15) ^ tail ^ UInt64(length)
         }
         var print = UInt64(length) << 56
@@ -485,31 +486,14 @@ struct JSONByteReader {
     }
 
     /// The offset of the first byte at or after `start` that ends a run of plain string content
-    /// (printable ASCII but `"` and `\\`), or `count`. Eight bytes at a time, in one word: each lane's
-    /// high bit marks a stop, and the lowest marked lane is exact (a borrow can only mark lanes
-    /// above a true stop).
+    /// (printable ASCII but `"` and `\\`), or `count`.
     @inline(__always)
     func plainRunEnd(from start: Int) -> Int {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        var index = start
-        while index &+ 8 <= count {
-            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-            let quotes = word ^ (ones &* UInt64(ASCII.quote))
-            let backslashes = word ^ (ones &* UInt64(ASCII.backslash))
-            let stops = ((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes)
-                | ((word &- ones &* UInt64(ASCII.space)) & ~word) | word
-            let marked = stops & highs
-            if marked != 0 { return index &+ marked.trailingZeroBitCount &>> 3 }
-            index &+= 8
-        }
-        while index < count {
-            let byte = base[index]
+        ByteScan.firstIndex(
+            in: base, from: start, to: count,
+            wordStops: { $0.lanes(equalTo: ASCII.quote) | $0.lanes(equalTo: ASCII.backslash) | $0.lanes(below: ASCII.space) | $0.nonASCIILanes },
             // One unsigned compare for both ends: below a space, or not ASCII.
-            if byte == ASCII.quote || byte == ASCII.backslash || byte &- ASCII.space >= 0x60 { return index }
-            index += 1
-        }
-        return count
+            byteStops: { $0 == ASCII.quote || $0 == ASCII.backslash || $0 &- ASCII.space >= 0x60 })
     }
 
     /// Slow path: decodes into `scratch`, starting with the plain bytes the

@@ -1,3 +1,5 @@
+import ByteWords
+
 /// Byte-level helpers for the ASCII protocol elements of HTTP (names, tokens), which compare
 /// case-insensitively for letters only.
 enum HTTPASCII {
@@ -37,19 +39,7 @@ enum HTTPASCII {
     static func isFieldName(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
         let count = name.utf8CodeUnitCount
         guard bytes.count == count, let start = bytes.baseAddress else { return false }
-        let given = UnsafeRawPointer(start)
-        let wanted = UnsafeRawPointer(name.utf8Start)
-        var offset = 0
-        while offset + 8 <= count {
-            let word = given.loadUnaligned(fromByteOffset: offset, as: UInt64.self) | 0x2020_2020_2020_2020
-            guard word == wanted.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else { return false }
-            offset += 8
-        }
-        while offset < count {
-            guard given.load(fromByteOffset: offset, as: UInt8.self) | 0x20 == wanted.load(fromByteOffset: offset, as: UInt8.self) else { return false }
-            offset += 1
-        }
-        return true
+        return ByteScan.equal(UnsafeRawPointer(start), UnsafeRawPointer(name.utf8Start), count: count, settingBits: 0x20)
     }
 
     static func caseInsensitiveEqual<A: Collection<UInt8>, B: Collection<UInt8>>(_ a: A, _ b: B) -> Bool {

@@ -1,3 +1,5 @@
+import ByteWords
+
 /// Where each field of a request head lies, found in a head llhttp has already accepted.
 ///
 /// llhttp checks the head's syntax and works out its framing by itself; having it also report each
@@ -144,50 +146,21 @@ enum HTTPHeadFields {
     /// The offset of the colon that ends the name starting at `start`; throws for a space before it.
     @inline(__always)
     private static func colonEndingName(in bytes: UnsafePointer<UInt8>, from start: Int, count: Int) throws(Refusal) -> Int {
-        var index = start
-        while index + 8 <= count {
-            let word = UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self)
-            let colons = lanes(of: word, equalTo: colon)
-            let spaces = lanes(of: word, equalTo: space)
-            if colons != 0 {
-                // Lanes below the first colon: its lane's bit and all the bits under it.
-                guard spaces & ((colons & (0 &- colons)) &- 1) == 0 else { throw .spaceInName }
-                return index + colons.trailingZeroBitCount >> 3
-            }
-            guard spaces == 0 else { throw .spaceInName }
-            index += 8
-        }
-        while index < count, bytes[index] != colon {
-            guard bytes[index] != space else { throw .spaceInName }
-            index += 1
-        }
+        let index = ByteScan.firstIndex(
+            in: bytes, from: start, to: count,
+            wordStops: { $0.lanes(equalTo: colon) | $0.lanes(equalTo: space) },
+            byteStops: { $0 == colon || $0 == space })
         guard index < count else { throw .notAField }
+        guard bytes[index] == colon else { throw .spaceInName }
         return index
     }
 
     /// The offset of the first `byte` at or after `start`, if any.
     @inline(__always)
     private static func first(_ byte: UInt8, in bytes: UnsafePointer<UInt8>, from start: Int, count: Int) -> Int? {
-        var index = start
-        while index + 8 <= count {
-            let found = lanes(of: UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self), equalTo: byte)
-            if found != 0 { return index + found.trailingZeroBitCount >> 3 }
-            index += 8
-        }
-        while index < count {
-            if bytes[index] == byte { return index }
-            index += 1
-        }
-        return nil
-    }
-
-    /// The high bit of each byte of `word` (little-endian lanes) that equals `byte`. Exact up to
-    /// the first such lane; above it a lane may be marked wrongly (a borrow), which the callers
-    /// never look at.
-    @inline(__always)
-    private static func lanes(of word: UInt64, equalTo byte: UInt8) -> UInt64 {
-        let difference = word ^ (UInt64(byte) &* 0x0101_0101_0101_0101)
-        return (difference &- 0x0101_0101_0101_0101) & ~difference & 0x8080_8080_8080_8080
+        let index = ByteScan.firstIndex(
+            in: bytes, from: start, to: count, wordStops: { $0.lanes(equalTo: byte) }, byteStops: { $0 == byte })
+        return index < count ? index : nil
     }
 
     /// Removes the line break before each continuation line, which joins it to the value above as

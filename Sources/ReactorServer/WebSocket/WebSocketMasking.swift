@@ -1,3 +1,5 @@
+import ByteWords
+
 /// The XOR masking of RFC 6455 §5.3. The same operation masks and unmasks.
 enum WebSocketMasking {
     /// XORs `buffer` in place with `key`, where `key` holds the four masking-key octets in wire
@@ -10,12 +12,11 @@ enum WebSocketMasking {
         // Rotate so that the key octet for buffer[0] sits in the low byte.
         var rotated = shift == 0 ? key : (key >> shift) | (key << (32 - shift))
         // Eight bytes per step: a masking key repeats every four bytes, so two copies of the
-        // rotated key mask a whole word. Read as little-endian to match the octet order.
-        let wide = UInt64(littleEndian: UInt64(rotated) | UInt64(rotated) << 32)
+        // rotated key mask a whole word (lane 0, the low byte, is buffer[0]).
+        let wide = UInt64(rotated) | UInt64(rotated) << 32
         var i = 0
         while i + 8 <= count {
-            let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            base.storeBytes(of: word ^ wide, toByteOffset: i, as: UInt64.self)
+            ByteWord(bits: ByteWord(loadingFrom: base, at: i).bits ^ wide).store(to: base, at: i)
             i += 8
         }
         while i < count {

@@ -1,3 +1,5 @@
+import ByteWords
+
 /// Validates UTF-8 incrementally, chunk by chunk, so a text message can be rejected at the first
 /// byte that makes it invalid, even in the middle of a frame (RFC 6455 §8.1 asks to fail
 /// "as soon as" invalid data is seen; Autobahn 6.4.x checks it).
@@ -53,13 +55,8 @@ public struct WebSocketUTF8Validator: Hashable, Sendable {
         defer { self.state = state }
         while i < count {
             if state == .boundary {
-                // Text is mostly ASCII: skip eight bytes at a time while no high bit is set.
-                while i + 8 <= count {
-                    let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    if word & 0x8080_8080_8080_8080 != 0 { break }
-                    i += 8
-                }
-                while i < count, base.load(fromByteOffset: i, as: UInt8.self) < 0x80 { i += 1 }
+                // Text is mostly ASCII: skip it eight bytes at a time.
+                i = ByteScan.firstIndex(in: base, from: i, to: count, wordStops: { $0.nonASCIILanes }, byteStops: { $0 >= 0x80 })
                 if i == count { break }
             }
             state = Self.next(state, base.load(fromByteOffset: i, as: UInt8.self))
