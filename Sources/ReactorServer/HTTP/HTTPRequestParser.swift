@@ -41,9 +41,32 @@ public final class HTTPRequestParser {
     }
 
     public let limits: HTTPLimits
-    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
-    // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) public private(set) var phase: Phase = .parsing
+
+    /// Where the parser stands between calls.
+    private struct Progress {
+        var phase: Phase = .parsing
+        /// After resuming from a pause llhttp may have work left that needs no input (completing a
+        /// bodiless message, or noting that one ended cleanly), so it runs once more even when the
+        /// input is used up.
+        var hasWorkWithoutInput = false
+        /// What is left after a complete message (resetting for the next one) waits for the next
+        /// input, or for `finish()`: running llhttp once more for it alone would cost an execution
+        /// per request.
+        var workWithoutInputDeferred = false
+        var upgradeKeepsAlive = false
+        /// The method, target and headers of the request that made the parser fail, when its head was
+        /// complete (a body too large, say): the server logs the error answer and adds CORS headers with it.
+        var failedRequestHead: HTTPRequest?
+    }
+    /// @exclusivity(unchecked): touched on the loop thread only, and no callback runs while one of
+    /// its fields is being modified; a dynamic exclusivity check on each access would cost more
+    /// than the work it guards.
+    @exclusivity(unchecked) private var progress = Progress()
+
+    public var phase: Phase { progress.phase }
+    /// The method, target and headers of the request that made the parser fail, when its head was
+    /// complete (a body too large, say): the server logs the error answer and adds CORS headers with it.
+    public var failedRequestHead: HTTPRequest? { progress.failedRequestHead }
 
     // Heap-allocated: llhttp keeps pointers to both between calls, and a class's stored
     // properties have no stable address. (Why the callbacks' state is not in this object at
@@ -52,14 +75,6 @@ public final class HTTPRequestParser {
     private let assembly: UnsafeMutablePointer<HTTPRequestAssembly>
 
     private let maxBodyWireBytes: Int
-    // After resuming from a pause llhttp may have work left that needs no input (completing a
-    // bodiless message, or noting that one ended cleanly), so it runs once more even when the
-    // input is used up.
-    @exclusivity(unchecked) private var hasWorkWithoutInput = false
-    // What is left after a complete message (resetting for the next one) waits for the next input,
-    // or for `finish()`: running llhttp once more for it alone would cost an execution per request.
-    @exclusivity(unchecked) private var workWithoutInputDeferred = false
-    @exclusivity(unchecked) private var upgradeKeepsAlive = false
 
     public init(limits: HTTPLimits = HTTPLimits()) {
         self.limits = limits
@@ -88,13 +103,13 @@ public final class HTTPRequestParser {
     /// request). After `.error`, `.upgrade` or a request without keep-alive, the rest of `input`
     /// is consumed and nil is returned from then on.
     public func next(from input: inout UnsafeRawBufferPointer) -> Output? {
-        guard case .parsing = phase else {
+        guard case .parsing = progress.phase else {
             input = UnsafeRawBufferPointer(rebasing: input[input.endIndex...])
             return nil
         }
-        while !input.isEmpty || hasWorkWithoutInput {
-            hasWorkWithoutInput = false
-            workWithoutInputDeferred = false
+        while !input.isEmpty || progress.hasWorkWithoutInput {
+            progress.hasWorkWithoutInput = false
+            progress.workWithoutInputDeferred = false
             let base = UnsafeRawPointer(input.baseAddress) ?? UnsafeRawPointer(emptyInputAddress)
             assembly.pointee.pause = .none
             assembly.pointee.executionStarts(at: base)
@@ -116,22 +131,22 @@ public final class HTTPRequestParser {
                 if let error = assembly.pointee.finishHead(llhttp.pointee) { return fail(error, &input) }
                 llhttp_resume(llhttp)
                 // llhttp may have work left that needs no input (completing a bodiless message).
-                hasWorkWithoutInput = true
+                progress.hasWorkWithoutInput = true
                 if assembly.pointee.request.expectsContinue && assembly.pointee.bodyPending {
                     return .expectsContinue(assembly.pointee.request)
                 }
             case HPE_PAUSED:
                 llhttp_resume(llhttp)
-                workWithoutInputDeferred = true
+                progress.workWithoutInputDeferred = true
                 let complete = assembly.pointee.takeRequest()
                 if !complete.keepAlive { close(&input) }
                 return .request(complete)
             case HPE_PAUSED_UPGRADE:
                 let leftover = [UInt8](input)
                 input = UnsafeRawBufferPointer(rebasing: input[input.endIndex...])
-                phase = .upgraded
+                progress.phase = .upgraded
                 let complete = assembly.pointee.takeRequest()
-                upgradeKeepsAlive = complete.keepAlive
+                progress.upgradeKeepsAlive = complete.keepAlive
                 return .upgrade(complete, leftover: leftover)
             default:
                 let afterMethodBytes = assembly.pointee.headWireBytes > 0
@@ -159,10 +174,10 @@ public final class HTTPRequestParser {
     /// The peer will send no more (EOF on the read side). Returns `.error` if a request was cut
     /// short, so the server can still answer 400 on a half-closed connection; nil otherwise.
     public func finish() -> Output? {
-        guard case .parsing = phase else { return nil }
+        guard case .parsing = progress.phase else { return nil }
         var nothing = UnsafeRawBufferPointer(start: nil, count: 0)
-        if hasWorkWithoutInput || workWithoutInputDeferred {
-            hasWorkWithoutInput = true
+        if progress.hasWorkWithoutInput || progress.workWithoutInputDeferred {
+            progress.hasWorkWithoutInput = true
             if let event = next(from: &nothing) { return event }
         }
         let code = llhttp_finish(llhttp)
@@ -174,10 +189,10 @@ public final class HTTPRequestParser {
     /// Keeps speaking HTTP/1.1 after an `.upgrade` the server will not perform (e.g. an
     /// `Upgrade: h2c` it ignores, RFC 9110 §7.8). Feed the event's `leftover` next.
     public func declineUpgrade() {
-        precondition(phase == .upgraded, "declineUpgrade() without a pending upgrade")
+        precondition(progress.phase == .upgraded, "declineUpgrade() without a pending upgrade")
         llhttp_resume_after_upgrade(llhttp)
-        phase = .parsing
-        if !upgradeKeepsAlive {
+        progress.phase = .parsing
+        if !progress.upgradeKeepsAlive {
             var nothing = UnsafeRawBufferPointer(start: nil, count: 0)
             close(&nothing)
         }
@@ -187,7 +202,7 @@ public final class HTTPRequestParser {
     /// client's requests then cost no allocation for their head and body. (A buffer something else
     /// still holds is not reused: the next request gets a fresh one, as without recycling.)
     public func recycle(_ request: consuming HTTPRequest) {
-        guard case .parsing = phase else { return }
+        guard case .parsing = progress.phase else { return }
         var request = request
         assembly.pointee.recycle(&request)
     }
@@ -212,22 +227,18 @@ public final class HTTPRequestParser {
         return assembly.pointee.bodyWireBytes > maxBodyWireBytes ? .bodyTooLarge : nil
     }
 
-    /// The method, target and headers of the request that made the parser fail, when its head was
-    /// complete (a body too large, say): the server logs the error answer and adds CORS headers with it.
-    @exclusivity(unchecked) public private(set) var failedRequestHead: HTTPRequest?
-
     private func fail(_ error: HTTPParseError, _ input: inout UnsafeRawBufferPointer) -> Output {
-        phase = .failed(error)
+        progress.phase = .failed(error)
         if assembly.pointee.inBody {
             let request = assembly.pointee.request
-            failedRequestHead = HTTPRequest(method: request.method, target: request.target, version: request.version, headers: request.headers)
+            progress.failedRequestHead = HTTPRequest(method: request.method, target: request.target, version: request.version, headers: request.headers)
         }
         release(&input)
         return .error(error)
     }
 
     private func close(_ input: inout UnsafeRawBufferPointer) {
-        phase = .closed
+        progress.phase = .closed
         release(&input)
     }
 

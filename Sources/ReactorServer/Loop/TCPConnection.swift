@@ -34,21 +34,44 @@ public final class TCPConnection {
         willSet {
             // Reads call the delegate unretained; one replaced during its own read (handing the
             // connection over to another protocol) must outlive that call.
-            if isDeliveringRead, replacedDuringRead == nil { replacedDuringRead = delegate }
+            if state.isDeliveringRead, state.replacedDuringRead == nil { state.replacedDuringRead = delegate }
         }
     }
-    @exclusivity(unchecked) private var isDeliveringRead = false
-    @exclusivity(unchecked) private var replacedDuringRead: TCPConnectionDelegate?
+
+    /// What the connection keeps track of as it works.
+    private struct State {
+        var isReading = false
+        var isClosed = false
+        /// Closing after its writes: the write side is shut down, reads are dropped.
+        var isLingering = false
+        var lingerMilliseconds: UInt64 = 0
+        var lingerTimer: LoopHandle<uv_timer_t>?
+        /// Bytes the kernel has not taken yet, queued in libuv (not counting those in the loop's batch).
+        var queuedBytes = 0
+        /// Bytes held for this connection in the loop's `WriteBatch`.
+        var batchedBytes = 0
+        var isDeliveringRead = false
+        var replacedDuringRead: TCPConnectionDelegate?
+        /// The TLS session, on a TLS listener's connections.
+        var tls: TLSSession?
+        /// What a TLS connection answers, in plaintext, to a first byte that cannot start TLS.
+        var plainHTTPAnswer: [UInt8] = []
+    }
+    /// @exclusivity(unchecked): read and written on the loop thread only, and no callback runs while
+    /// one of its fields is being modified; a dynamic check on each access would cost more than the
+    /// work it guards.
+    @exclusivity(unchecked) private var state = State()
+
     /// Bytes the kernel has not taken yet, queued in libuv (not counting those in the loop's batch).
-    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
-    // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) public private(set) var queuedBytes = 0
-    @exclusivity(unchecked) public private(set) var isClosed = false
-    @exclusivity(unchecked) private var isReading = false
+    public var queuedBytes: Int { state.queuedBytes }
+    public var isClosed: Bool { state.isClosed }
     /// The TLS session, on a TLS listener's connections.
-    @exclusivity(unchecked) private(set) var tls: TLSSession?
-    /// What a TLS connection answers, in plaintext, to a first byte that cannot start TLS.
-    @exclusivity(unchecked) private var plainHTTPAnswer: [UInt8] = []
+    var tls: TLSSession? { state.tls }
+    /// Bytes held for this connection in the loop's `WriteBatch`, which keeps the count.
+    var batchedBytes: Int {
+        get { state.batchedBytes }
+        set { state.batchedBytes = newValue }
+    }
 
     static func makeHandle(loop: EventLoop) -> UnsafeMutablePointer<uv_tcp_t> {
         let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
@@ -65,8 +88,8 @@ public final class TCPConnection {
 
     /// Starts delivering reads to the delegate.
     public func startReading() {
-        guard !isReading, !isClosed else { return }
-        isReading = true
+        guard !state.isReading, !state.isClosed else { return }
+        state.isReading = true
         uv_read_start(handle.stream, { handle, _, buffer in
             let readBuffer = TCPConnection.borrowing(handle!.pointee.data) { $0.loop.readBuffer }
             buffer!.pointee = uv_buf_init(readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(readBuffer.count))
@@ -79,18 +102,18 @@ public final class TCPConnection {
     /// whose first byte cannot start a TLS handshake (plain HTTP sent to a TLS port), and the
     /// connection closes.
     func startTLS(_ session: TLSSession, plainHTTPAnswer: [UInt8]) {
-        tls = session
-        self.plainHTTPAnswer = plainHTTPAnswer
+        state.tls = session
+        state.plainHTTPAnswer = plainHTTPAnswer
     }
 
     /// What a read callback brought: `count` bytes in `buffer`, the end of the stream, or an error.
     private func didRead(_ count: Int, _ buffer: uv_buf_t) {
-        if isLingering {
+        if state.isLingering {
             // Only waiting for the peer to finish: what it still sends is dropped.
             if count < 0 { close() }
         } else if count > 0 {
             let bytes = UnsafeRawBufferPointer(start: buffer.base, count: count)
-            if let tls { return didReadEncrypted(bytes, tls) }
+            if let tls = state.tls { return didReadEncrypted(bytes, tls) }
             deliver(bytes)
         } else if count == Int(UV_EOF.rawValue) {
             stopReading()
@@ -104,26 +127,26 @@ public final class TCPConnection {
         // Unretained: the connection holds its delegate, and keeps one replaced meanwhile until
         // the call returns (see `delegate`).
         guard let receiver = delegate.map(Unmanaged.passUnretained) else { return }
-        isDeliveringRead = true
+        state.isDeliveringRead = true
         receiver._withUnsafeGuaranteedRef { $0.connection(self, didRead: bytes) }
-        isDeliveringRead = false
-        if replacedDuringRead != nil { replacedDuringRead = nil }
+        state.isDeliveringRead = false
+        if state.replacedDuringRead != nil { state.replacedDuringRead = nil }
     }
 
     private func didReadEncrypted(_ ciphertext: UnsafeRawBufferPointer, _ tls: TLSSession) {
         // Every TLS connection opens with a handshake record (content type 22); a letter means
         // plain HTTP, which gets its answer in plaintext rather than a TLS alert it cannot read.
-        if !plainHTTPAnswer.isEmpty {
-            let answer = plainHTTPAnswer
-            plainHTTPAnswer = []  // only the connection's first byte tells
+        if !state.plainHTTPAnswer.isEmpty {
+            let answer = state.plainHTTPAnswer
+            state.plainHTTPAnswer = []  // only the connection's first byte tells
             if ciphertext.first != 22 {
-                self.tls = nil
+                state.tls = nil
                 write(answer)
                 return closeAfterWriting()
             }
         }
         let outcome = tls.receive(ciphertext, scratch: loop.tlsPlaintextBuffer) { plaintext in
-            if !isClosed { deliver(plaintext) }
+            if !state.isClosed { deliver(plaintext) }
         }
         sendTLSOutput()
         switch outcome {
@@ -139,14 +162,14 @@ public final class TCPConnection {
 
     /// Hands the ciphertext the TLS session made (handshake messages, records, close_notify) to the socket.
     private func sendTLSOutput() {
-        guard let tls, tls.hasOutput else { return }
+        guard let tls = state.tls, tls.hasOutput else { return }
         tls.takeOutput(scratch: loop.tlsCiphertextBuffer) { writeRaw($0) }
     }
 
     /// Stops delivering reads (backpressure: the kernel buffers, then the peer waits).
     public func stopReading() {
-        guard isReading, !isClosed else { return }
-        isReading = false
+        guard state.isReading, !state.isClosed else { return }
+        state.isReading = false
         uv_read_stop(handle.stream)
     }
 
@@ -155,7 +178,7 @@ public final class TCPConnection {
     /// connection closes, or when the batch is full.
     public func write(_ bytes: UnsafeRawBufferPointer) {
         // After `closeAfterWriting` the write side is shut down: a later write could only fail.
-        guard !isClosed, !isLingering, !bytes.isEmpty else { return }
+        guard !state.isClosed, !state.isLingering, !bytes.isEmpty else { return }
         loop.writeBatch.add(bytes, for: self)
     }
 
@@ -165,25 +188,22 @@ public final class TCPConnection {
     @inline(__always)
     func write(atMost maximum: Int, _ fill: (UnsafeMutableRawPointer) -> Int) -> Bool {
         // Dropped, as `write` drops them (see there).
-        guard !isClosed, !isLingering else { return true }
+        guard !state.isClosed, !state.isLingering else { return true }
         return loop.writeBatch.add(atMost: maximum, for: self, fill)
     }
-
-    /// Bytes held for this connection in the loop's `WriteBatch`.
-    @exclusivity(unchecked) var batchedBytes = 0
 
     /// Flushes the loop's batch if it holds bytes of this connection; false when one of its writes
     /// failed there, which closed the connection already.
     private func sendBatchedBytes() -> Bool {
-        if batchedBytes > 0 { loop.writeBatch.flush() }
-        return !isClosed
+        if state.batchedBytes > 0 { loop.writeBatch.flush() }
+        return !state.isClosed
     }
 
     /// Hands `bytes` to the socket now (encrypted first, over TLS): without copying them when the
     /// kernel takes them at once.
     func writeNow(_ bytes: UnsafeRawBufferPointer) {
-        guard !isClosed, !isLingering else { return }
-        if let tls {
+        guard !state.isClosed, !state.isLingering else { return }
+        if let tls = state.tls {
             // Before the handshake is done nothing can be sent (a timeout's answer, say): dropped.
             guard tls.send(bytes) else { return }
             return sendTLSOutput()
@@ -192,9 +212,9 @@ public final class TCPConnection {
     }
 
     private func writeRaw(_ bytes: UnsafeRawBufferPointer) {
-        guard !isClosed, !isLingering else { return }
+        guard !state.isClosed, !state.isLingering else { return }
         var offset = 0
-        if queuedBytes == 0 {
+        if state.queuedBytes == 0 {
             var buffer = uv_buf_init(UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
             let written = uv_try_write(handle.stream, &buffer, 1)
             if written == Int32(bytes.count) { return }
@@ -204,7 +224,7 @@ public final class TCPConnection {
             }
         }
         let request = WriteRequest(copying: UnsafeRawBufferPointer(rebasing: bytes[offset...]), connection: self)
-        queuedBytes += request.count
+        state.queuedBytes += request.count
         request.start(on: handle.stream)
     }
 
@@ -216,11 +236,11 @@ public final class TCPConnection {
     /// bytes still in the loop's batch are offered to the socket first, as if written at once.
     /// Safe to call more than once.
     public func close() {
-        guard !isClosed, sendBatchedBytes() else { return }
-        isClosed = true
-        if let lingerTimer {
+        guard !state.isClosed, sendBatchedBytes() else { return }
+        state.isClosed = true
+        if let lingerTimer = state.lingerTimer {
             lingerTimer.close()
-            self.lingerTimer = nil
+            state.lingerTimer = nil
         }
         uv_close(handle.handle) { closed in
             let connection = Unmanaged<TCPConnection>.fromOpaque(closed!.pointee.data)
@@ -239,13 +259,13 @@ public final class TCPConnection {
     /// unread input would make the kernel reset the connection, and the peer could lose the response.
     public func closeAfterWriting(lingerSeconds: UInt64 = 2) {
         // The shutdown waits for libuv's queued writes, not for the batch: the batch goes first.
-        guard !isClosed, !isLingering, sendBatchedBytes() else { return }
-        if let tls {
+        guard !state.isClosed, !state.isLingering, sendBatchedBytes() else { return }
+        if let tls = state.tls {
             tls.shutdown()
             sendTLSOutput()
         }
-        isLingering = true
-        lingerMilliseconds = lingerSeconds * 1000
+        state.isLingering = true
+        state.lingerMilliseconds = lingerSeconds * 1000
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
         request.pointee.data = Unmanaged.passRetained(self).toOpaque()
         let status = uv_shutdown(request, handle.stream) { request, status in
@@ -260,28 +280,24 @@ public final class TCPConnection {
         }
     }
 
-    @exclusivity(unchecked) private var isLingering = false
-    @exclusivity(unchecked) private var lingerMilliseconds: UInt64 = 0
-    @exclusivity(unchecked) private var lingerTimer: LoopHandle<uv_timer_t>?
-
     private func linger() {
-        guard !isClosed else { return }
+        guard !state.isClosed else { return }
         let timer = LoopHandle<uv_timer_t>()
         uv_timer_init(loop.loop, timer.pointer)
         // Unretained: the connection closes the timer when it closes, before it can go.
         timer.attach(to: self)
-        lingerTimer = timer
-        uv_timer_start(timer.pointer, { timer in LoopHandle.owner(of: timer, as: TCPConnection.self).close() }, lingerMilliseconds, 0)
+        state.lingerTimer = timer
+        uv_timer_start(timer.pointer, { timer in LoopHandle.owner(of: timer, as: TCPConnection.self).close() }, state.lingerMilliseconds, 0)
         startReading()
     }
 
     fileprivate func didWrite(_ count: Int, status: Int32) {
-        queuedBytes -= count
+        state.queuedBytes -= count
         if status < 0 {
             close()
             return
         }
-        if queuedBytes == 0 {
+        if state.queuedBytes == 0 {
             delegate?.connectionDidDrain(self)
         }
     }

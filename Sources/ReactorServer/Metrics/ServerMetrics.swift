@@ -8,23 +8,45 @@ public final class ServerMetrics {
     /// counted under "unmatched", after them.
     var routes: [String] = [] {
         didSet {
-            requests = Array(repeating: StatusCounts(), count: routes.count + 1)
-            requestSeconds = Array(repeating: .latency, count: routes.count + 1)
+            counts.requests = Array(repeating: StatusCounts(), count: routes.count + 1)
+            counts.requestSeconds = Array(repeating: .latency, count: routes.count + 1)
         }
     }
-    /// By route number: answers by status, and durations.
-    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, by increments that call nothing;
-    // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) private(set) var requests: [StatusCounts] = [StatusCounts()]
-    @exclusivity(unchecked) private(set) var requestSeconds: [Histogram] = [.latency]
-    /// Event types (a handful: the registry's) and their counts, side by side: comparing a short
-    /// name with a few others costs less than hashing it, for every event.
-    @exclusivity(unchecked) private(set) var eventTypes: [String] = []
-    @exclusivity(unchecked) private(set) var eventCounts: [UInt64] = []
-    @exclusivity(unchecked) var eventsUndone: UInt64 = 0
-    @exclusivity(unchecked) var rateLimitedEvents: UInt64 = 0
-    @exclusivity(unchecked) var connectionsAccepted: UInt64 = 0
-    @exclusivity(unchecked) var connectionsRefused: [String: UInt64] = [:]
+    /// The counts, in one field so that they need their exclusivity exemption once.
+    private struct Counts {
+        /// By route number: answers by status, and durations.
+        var requests: [StatusCounts] = [StatusCounts()]
+        var requestSeconds: [Histogram] = [.latency]
+        /// Event types (a handful: the registry's) and their counts, side by side: comparing a short
+        /// name with a few others costs less than hashing it, for every event.
+        var eventTypes: [String] = []
+        var eventCounts: [UInt64] = []
+        var eventsUndone: UInt64 = 0
+        var rateLimitedEvents: UInt64 = 0
+        var connectionsAccepted: UInt64 = 0
+        var connectionsRefused: [String: UInt64] = [:]
+    }
+    /// @exclusivity(unchecked): touched on the loop thread only, by increments that call nothing; a
+    /// dynamic exclusivity check on each access would cost more than the work it guards.
+    @exclusivity(unchecked) private var counts = Counts()
+
+    var requests: [StatusCounts] { counts.requests }
+    var requestSeconds: [Histogram] { counts.requestSeconds }
+    var eventTypes: [String] { counts.eventTypes }
+    var eventCounts: [UInt64] { counts.eventCounts }
+    var connectionsRefused: [String: UInt64] { counts.connectionsRefused }
+    var eventsUndone: UInt64 {
+        get { counts.eventsUndone }
+        set { counts.eventsUndone = newValue }
+    }
+    var rateLimitedEvents: UInt64 {
+        get { counts.rateLimitedEvents }
+        set { counts.rateLimitedEvents = newValue }
+    }
+    var connectionsAccepted: UInt64 {
+        get { counts.connectionsAccepted }
+        set { counts.connectionsAccepted = newValue }
+    }
     /// The open connections (HTTP, WebSocket and event streams) of the server that reports here.
     var openConnections: () -> Int = { 0 }
 
@@ -32,8 +54,8 @@ public final class ServerMetrics {
 
     func recordRequest(routeIndex: Int, status: Int, seconds: Double) {
         let index = routeIndex >= 0 && routeIndex < routes.count ? routeIndex : routes.count
-        requests[index].count(status)
-        requestSeconds[index].observe(seconds)
+        counts.requests[index].count(status)
+        counts.requestSeconds[index].observe(seconds)
     }
 
     /// The name a route number stands for in the metrics.
@@ -42,16 +64,16 @@ public final class ServerMetrics {
     }
 
     func recordEvent(type: String) {
-        if let index = eventTypes.firstIndex(of: type) {
-            eventCounts[index] += 1
+        if let index = counts.eventTypes.firstIndex(of: type) {
+            counts.eventCounts[index] += 1
         } else {
-            eventTypes.append(type)
-            eventCounts.append(1)
+            counts.eventTypes.append(type)
+            counts.eventCounts.append(1)
         }
     }
 
     func recordRefusedConnection(reason: String) {
-        connectionsRefused[reason, default: 0] += 1
+        counts.connectionsRefused[reason, default: 0] += 1
     }
 }
 

@@ -11,34 +11,48 @@ public final class HTTPServer {
     let logger: Logger
     private let routes: RouteTable
     private let responder: HTTPResponder
-    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
-    // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) private var listener: TCPListener?
-    /// The TLS listener beside the plain one (`tlsPort`).
-    @exclusivity(unchecked) private var tlsListener: TCPListener?
-    /// What new TLS connections start from; a reload replaces it, open connections keep theirs.
-    @exclusivity(unchecked) public private(set) var tlsContext: TLSContext?
-    @exclusivity(unchecked) private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
-    /// Connections that speak another protocol now (WebSocket, event streams), by their TCP connection.
-    @exclusivity(unchecked) private var upgraded: [ObjectIdentifier: any UpgradedConnection] = [:]
+    /// The server's listeners, connections and counters, as they change on the loop.
+    private struct State {
+        var listener: TCPListener?
+        /// The TLS listener beside the plain one (`tlsPort`).
+        var tlsListener: TCPListener?
+        /// What new TLS connections start from; a reload replaces it, open connections keep theirs.
+        var tlsContext: TLSContext?
+        var connectionRate: TokenBucket?
+        var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
+        /// Connections that speak another protocol now (WebSocket, event streams), by their TCP connection.
+        var upgraded: [ObjectIdentifier: any UpgradedConnection] = [:]
+        var lastRequestID: UInt64 = 0
+        /// Set by `shutdown`: called once every connection is gone.
+        var onDrained: (() -> Void)?
+        /// During a shutdown, when the connections still open are closed whatever they are doing.
+        var closeIdleBefore: UInt64?
+    }
+    /// @exclusivity(unchecked): touched on the loop thread only, and no callback runs while one of
+    /// its fields is being modified; a dynamic exclusivity check on each access would cost more than
+    /// the work it guards.
+    @exclusivity(unchecked) private var state: State
+    /// Apart from `state`, as the response is written during `withLine` and writing may close a
+    /// connection, which changes `state`: the two accesses must not overlap. @exclusivity(unchecked)
+    /// as `state`.
+    @exclusivity(unchecked) private var date = HTTPDate()
     /// Checks the connections' deadlines a few times per the shortest of them.
     private var sweepTimer: LoopTimer?
     private let encoder = HTTPResponseEncoder()
-    @exclusivity(unchecked) private var date = HTTPDate()
-    @exclusivity(unchecked) private var lastRequestID: UInt64 = 0
-    @exclusivity(unchecked) private var onDrained: (() -> Void)?
 
     let requestTimeoutMilliseconds: UInt64
     let idleTimeoutMilliseconds: UInt64
     /// The server's counters, for `/metrics`.
     public let metrics: ServerMetrics
-    @exclusivity(unchecked) private var connectionRate: TokenBucket?
+
+    /// What new TLS connections start from; a reload replaces it, open connections keep theirs.
+    public var tlsContext: TLSContext? { state.tlsContext }
 
     /// The port the server listens on (the one the system chose when configured with 0).
-    public var port: Int { listener?.port ?? 0 }
+    public var port: Int { state.listener?.port ?? 0 }
     /// The port of the TLS listener beside the plain one, when there is one.
-    public var tlsPort: Int? { tlsListener?.port }
-    public var connectionCount: Int { connections.count + upgraded.count }
+    public var tlsPort: Int? { state.tlsListener?.port }
+    public var connectionCount: Int { state.connections.count + state.upgraded.count }
 
     /// Creates the server on `loop`'s thread; `start()` binds and listens.
     /// With `tls`, connections speak TLS: on `configuration.port`, or on `configuration.tlsPort`
@@ -47,10 +61,13 @@ public final class HTTPServer {
                 metrics: ServerMetrics = ServerMetrics(), tls: TLSContext? = nil, logger: Logger) {
         precondition(loop.isCurrent)
         self.loop = loop
-        tlsContext = tls
+        state = State(
+            tlsContext: tls,
+            connectionRate: configuration.maxConnectionRate.map {
+                TokenBucket(limit: RateLimit(perSecond: $0, burst: 2 * $0), now: MonotonicClock.nanoseconds())
+            })
         self.metrics = metrics
         metrics.routes = router.paths
-        connectionRate = configuration.maxConnectionRate.map { TokenBucket(limit: RateLimit(perSecond: $0, burst: 2 * $0), now: MonotonicClock.nanoseconds()) }
         self.configuration = configuration
         routes = router.table
         self.logger = logger
@@ -65,18 +82,18 @@ public final class HTTPServer {
 
     /// Binds and listens; throws if the address cannot be bound.
     public func start() throws(UVError) {
-        let onlyTLS = tlsContext != nil && configuration.tlsPort == nil
-        listener = try TCPListener(loop: loop, host: configuration.host, port: configuration.port) { [unowned self] tcp in
+        let onlyTLS = state.tlsContext != nil && configuration.tlsPort == nil
+        state.listener = try TCPListener(loop: loop, host: configuration.host, port: configuration.port) { [unowned self] tcp in
             accept(tcp, tls: onlyTLS)
         }
-        if tlsContext != nil, let tlsPort = configuration.tlsPort {
+        if state.tlsContext != nil, let tlsPort = configuration.tlsPort {
             do {
-                tlsListener = try TCPListener(loop: loop, host: configuration.host, port: tlsPort) { [unowned self] tcp in
+                state.tlsListener = try TCPListener(loop: loop, host: configuration.host, port: tlsPort) { [unowned self] tcp in
                     accept(tcp, tls: true)
                 }
             } catch {
-                listener?.close()
-                listener = nil
+                state.listener?.close()
+                state.listener = nil
                 throw error
             }
         }
@@ -93,24 +110,22 @@ public final class HTTPServer {
     /// Stops accepting, closes idle connections, lets the others finish what they have started,
     /// then calls `completion` (or at `deadline` seconds, closes what is left first).
     public func shutdown(deadline seconds: Double = 10, completion: @escaping () -> Void) {
-        listener?.close()
-        listener = nil
-        tlsListener?.close()
-        tlsListener = nil
-        onDrained = completion
-        for connection in connections.values where !connection.isMidRequest && !connection.hasPendingResponses {
+        state.listener?.close()
+        state.listener = nil
+        state.tlsListener?.close()
+        state.tlsListener = nil
+        state.onDrained = completion
+        for connection in state.connections.values where !connection.isMidRequest && !connection.hasPendingResponses {
             connection.tcp.close()
         }
-        for connection in upgraded.values { connection.serverIsShuttingDown() }
+        for connection in state.upgraded.values { connection.serverIsShuttingDown() }
         let forceAt = now + UInt64(seconds * 1000)
-        closeIdleBefore = forceAt
+        state.closeIdleBefore = forceAt
         checkDrained()
     }
 
-    @exclusivity(unchecked) private var closeIdleBefore: UInt64?
-
     /// True once `shutdown` began: connections close as soon as they have answered what they read.
-    var isShuttingDown: Bool { onDrained != nil }
+    var isShuttingDown: Bool { state.onDrained != nil }
 
     /// Loop time in milliseconds.
     var now: UInt64 { loop.now }
@@ -118,7 +133,7 @@ public final class HTTPServer {
     /// Makes new TLS connections use `context`; connections already open keep the one they have.
     public func replaceTLSContext(_ context: TLSContext) {
         precondition(loop.isCurrent)
-        tlsContext = context
+        state.tlsContext = context
     }
 
     /// The answer, in plaintext, to plain HTTP sent to a TLS port.
@@ -129,22 +144,22 @@ public final class HTTPServer {
     }()
 
     private func accept(_ tcp: TCPConnection, tls: Bool) {
-        if tls, let tlsContext { tcp.startTLS(TLSSession(context: tlsContext), plainHTTPAnswer: Self.plainHTTPOnTLSAnswer) }
+        if tls, let tlsContext = state.tlsContext { tcp.startTLS(TLSSession(context: tlsContext), plainHTTPAnswer: Self.plainHTTPOnTLSAnswer) }
         guard connectionCount < configuration.maxConnections else {
             logger.warning("connection refused: too many connections", metadata: ["limit": "\(configuration.maxConnections)"])
             metrics.recordRefusedConnection(reason: "max-connections")
             return refuse(tcp, Problem.tooManyConnections(limit: configuration.maxConnections))
         }
-        if connectionRate != nil, let wait = connectionRate!.take(now: MonotonicClock.nanoseconds()) {
+        if state.connectionRate != nil, let wait = state.connectionRate!.take(now: MonotonicClock.nanoseconds()) {
             metrics.recordRefusedConnection(reason: "connection-rate")
-            return refuse(tcp, Problem.rateLimited("the server accepts \(PrometheusText.format(connectionRate!.limit.perSecond)) new connections per second", retryAfter: wait))
+            return refuse(tcp, Problem.rateLimited("the server accepts \(PrometheusText.format(state.connectionRate!.limit.perSecond)) new connections per second", retryAfter: wait))
         }
         metrics.connectionsAccepted += 1
         let connection = HTTPServerConnection(tcp: tcp, server: self)
         // The handshake is part of the first request: a client that stalls in it is dropped at
         // the request timeout, not left for the idle one.
         if tls { connection.deadline = now + requestTimeoutMilliseconds }
-        connections[ObjectIdentifier(connection)] = connection
+        state.connections[ObjectIdentifier(connection)] = connection
     }
 
     /// Answers a connection it will not serve, and closes it.
@@ -154,25 +169,25 @@ public final class HTTPServer {
     }
 
     func connectionClosed(_ connection: HTTPServerConnection) {
-        connections[ObjectIdentifier(connection)] = nil
+        state.connections[ObjectIdentifier(connection)] = nil
         checkDrained()
     }
 
     func connectionUpgraded(_ connection: HTTPServerConnection, to upgraded: any UpgradedConnection) {
-        connections[ObjectIdentifier(connection)] = nil
-        self.upgraded[ObjectIdentifier(connection.tcp)] = upgraded
+        state.connections[ObjectIdentifier(connection)] = nil
+        state.upgraded[ObjectIdentifier(connection.tcp)] = upgraded
         if isShuttingDown { upgraded.serverIsShuttingDown() }
     }
 
     /// An upgraded connection's TCP connection closed.
     public func upgradedConnectionClosed(_ tcp: TCPConnection) {
-        upgraded[ObjectIdentifier(tcp)] = nil
+        state.upgraded[ObjectIdentifier(tcp)] = nil
         checkDrained()
     }
 
     private func checkDrained() {
-        if let onDrained, connections.isEmpty, upgraded.isEmpty {
-            self.onDrained = nil
+        if let onDrained = state.onDrained, state.connections.isEmpty, state.upgraded.isEmpty {
+            state.onDrained = nil
             sweepTimer = nil
             onDrained()
         }
@@ -181,16 +196,16 @@ public final class HTTPServer {
     /// Passes request `sequence` of `connection` through the middleware to its route; the answer goes
     /// back to the connection.
     func handle(_ request: HTTPRequest, from connection: HTTPServerConnection, sequence: UInt64) {
-        lastRequestID += 1
+        state.lastRequestID += 1
         let isHead = request.method == .head
         let keepAliveHeader = request.keepAlive && request.version == .http1_0
         let context: RequestContext
         // The connection's previous context, when its request is done with it and nothing kept it.
         if isKnownUniquelyReferenced(&connection.spareContext) {
             context = connection.spareContext!
-            context.reuse(id: lastRequestID, receivedAt: MonotonicClock.nanoseconds(), sequence: sequence, isHead: isHead, keepAliveHeader: keepAliveHeader)
+            context.reuse(id: state.lastRequestID, receivedAt: MonotonicClock.nanoseconds(), sequence: sequence, isHead: isHead, keepAliveHeader: keepAliveHeader)
         } else {
-            context = RequestContext(id: lastRequestID, receivedAt: MonotonicClock.nanoseconds(), connection: connection, sequence: sequence,
+            context = RequestContext(id: state.lastRequestID, receivedAt: MonotonicClock.nanoseconds(), connection: connection, sequence: sequence,
                                      isHead: isHead, keepAliveHeader: keepAliveHeader)
             connection.spareContext = context
         }
@@ -202,8 +217,8 @@ public final class HTTPServer {
     /// the middleware too, so the answer is logged and carries CORS headers like any other.
     /// `head` is the request's head when it was read whole.
     func handleFailure(_ problem: Problem, head: HTTPRequest?, from connection: HTTPServerConnection, sequence: UInt64) {
-        lastRequestID += 1
-        let context = RequestContext(id: lastRequestID, receivedAt: MonotonicClock.nanoseconds(), connection: connection, sequence: sequence,
+        state.lastRequestID += 1
+        let context = RequestContext(id: state.lastRequestID, receivedAt: MonotonicClock.nanoseconds(), connection: connection, sequence: sequence,
                                      isHead: false, keepAliveHeader: false)
         context.endpoint = Endpoint(respond: Router.answer(problem))
         responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context) { response in context.connection?.complete(context, response) }
@@ -235,14 +250,14 @@ public final class HTTPServer {
 
     private func sweep() {
         let now = self.now
-        if let force = closeIdleBefore, now >= force {
-            for connection in connections.values { connection.tcp.close() }
-            for connection in upgraded.values { connection.close() }
+        if let force = state.closeIdleBefore, now >= force {
+            for connection in state.connections.values { connection.tcp.close() }
+            for connection in state.upgraded.values { connection.close() }
             return
         }
-        for connection in upgraded.values { connection.tick(now: now) }
-        for connection in connections.values where connection.deadline <= now && !connection.hasPendingResponses && !connection.isClosing {
-            if onDrained != nil {
+        for connection in state.upgraded.values { connection.tick(now: now) }
+        for connection in state.connections.values where connection.deadline <= now && !connection.hasPendingResponses && !connection.isClosing {
+            if state.onDrained != nil {
                 connection.tcp.close()
             } else {
                 connection.timeOut()

@@ -9,26 +9,34 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private let server: HTTPServer
     private let parser: HTTPRequestParser
 
-    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only, and no callback runs while one of them is being modified;
-    // a dynamic exclusivity check on each access costs more than the work it guards here.
-    /// Requests are numbered as they are read; `firstSlotSequence` is the one whose answer is due next.
-    @exclusivity(unchecked) private var firstSlotSequence: UInt64 = 0
-    @exclusivity(unchecked) private var nextSequence: UInt64 = 0
-    /// Answers ready before their turn: `slots[i]` is the one to request `firstSlotSequence + i`
-    /// (`nil`: not ready). Empty unless a pipelined request was answered out of order, so an answer
-    /// that is due at once touches no queue.
-    @exclusivity(unchecked) private var slots: [Slot?] = []
-    /// After this response the connection closes (a request without keep-alive, or an error).
-    @exclusivity(unchecked) private var closeAfter: UInt64?
-    @exclusivity(unchecked) private var isReadingPaused = false
-    /// Bytes that followed an upgrade request: they belong to the protocol that takes over.
-    @exclusivity(unchecked) private var upgradeLeftover: [UInt8] = []
+    /// Where the connection stands in its stream of requests and answers.
+    private struct State {
+        /// Requests are numbered as they are read; `firstSlotSequence` is the one whose answer is due next.
+        var firstSlotSequence: UInt64 = 0
+        var nextSequence: UInt64 = 0
+        /// Answers ready before their turn: `slots[i]` is the one to request `firstSlotSequence + i`
+        /// (`nil`: not ready). Empty unless a pipelined request was answered out of order, so an answer
+        /// that is due at once touches no queue.
+        var slots: [Slot?] = []
+        /// After this response the connection closes (a request without keep-alive, or an error).
+        var closeAfter: UInt64?
+        var isReadingPaused = false
+        /// Bytes that followed an upgrade request: they belong to the protocol that takes over.
+        var upgradeLeftover: [UInt8] = []
+        var isMidRequest = false
+        var isClosing = false
+    }
+    // @exclusivity(unchecked) on `state` and the server's two fields below: touched on the loop thread
+    // only, and no callback runs while one of them is being modified; a dynamic exclusivity check on
+    // each access would cost more than the work it guards.
+    @exclusivity(unchecked) private var state = State()
 
     /// Bytes of a request have arrived and it is not complete yet.
-    @exclusivity(unchecked) private(set) var isMidRequest = false
+    var isMidRequest: Bool { state.isMidRequest }
     /// The last answer is written and the connection is closing (lingering): nothing more to do,
     /// in particular no second timeout answer on a socket already shut down for writing.
-    @exclusivity(unchecked) private(set) var isClosing = false
+    var isClosing: Bool { state.isClosing }
+
     /// Loop time (ms) by which the current request must be complete, or the idle connection used.
     @exclusivity(unchecked) var deadline: UInt64
     /// The context of the last request, for the server to reuse once nothing holds it (see
@@ -52,15 +60,15 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         tcp.startReading()
     }
 
-    var hasPendingResponses: Bool { nextSequence != firstSlotSequence }
+    var hasPendingResponses: Bool { state.nextSequence != state.firstSlotSequence }
     /// Requests read and not answered yet.
-    private var pendingCount: Int { Int(nextSequence - firstSlotSequence) }
+    private var pendingCount: Int { Int(state.nextSequence - state.firstSlotSequence) }
 
     // MARK: TCPConnectionDelegate
 
     override func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
-        if !isMidRequest {
-            isMidRequest = true
+        if !state.isMidRequest {
+            state.isMidRequest = true
             deadline = server.now + server.requestTimeoutMilliseconds
         }
         var input = bytes
@@ -69,8 +77,8 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             switch consume event {
             case .request(let request):
                 // Bytes left over start the next request, which gets a deadline of its own.
-                isMidRequest = !input.isEmpty
-                deadline = server.now + (isMidRequest ? server.requestTimeoutMilliseconds : server.idleTimeoutMilliseconds)
+                state.isMidRequest = !input.isEmpty
+                deadline = server.now + (state.isMidRequest ? server.requestTimeoutMilliseconds : server.idleTimeoutMilliseconds)
                 if let problem = Self.hostProblem(request) {
                     return fail(with: problem, head: request)
                 }
@@ -82,26 +90,26 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                 guard request.headers.containsToken("websocket", in: "Upgrade") else {
                     // Another protocol (h2c, say): ignore the offer and go on speaking HTTP/1.1.
                     parser.declineUpgrade()
-                    isMidRequest = !leftover.isEmpty
+                    state.isMidRequest = !leftover.isEmpty
                     handle(request)
                     if !leftover.isEmpty { leftover.withUnsafeBytes { self.connection(connection, didRead: $0) } }
                     return
                 }
                 // HTTP ends here: the route answers 101 and takes the connection over, or refuses and closes.
-                isMidRequest = false
-                upgradeLeftover = leftover
-                closeAfter = nextSequence
+                state.isMidRequest = false
+                state.upgradeLeftover = leftover
+                state.closeAfter = state.nextSequence
                 handle(request)
                 return
             case .error(let error):
-                isMidRequest = false
+                state.isMidRequest = false
                 fail(with: Problem.parseError(error, limits: parser.limits), head: parser.failedRequestHead)
                 return
             }
             if tcp.isClosed { return }
         }
-        if pendingCount >= server.configuration.maxPipelinedRequests && !isReadingPaused {
-            isReadingPaused = true
+        if pendingCount >= server.configuration.maxPipelinedRequests && !state.isReadingPaused {
+            state.isReadingPaused = true
             tcp.stopReading()
         }
     }
@@ -109,14 +117,14 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     override func connectionDidEnd(_ connection: TCPConnection) {
         // The client sends no more; it still gets the answers to what it sent.
         if case .error(let error)? = parser.finish() {
-            isMidRequest = false
+            state.isMidRequest = false
             return fail(with: Problem.parseError(error, limits: parser.limits), head: parser.failedRequestHead)
         }
-        isMidRequest = false
+        state.isMidRequest = false
         if !hasPendingResponses {
             tcp.close()
         } else {
-            closeAfter = nextSequence - 1
+            state.closeAfter = state.nextSequence - 1
         }
     }
 
@@ -128,25 +136,25 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     // MARK: Requests and responses
 
     private func handle(_ request: HTTPRequest) {
-        let sequence = nextSequence
-        nextSequence += 1
-        if !request.keepAlive { closeAfter = sequence }
+        let sequence = state.nextSequence
+        state.nextSequence += 1
+        if !request.keepAlive { state.closeAfter = sequence }
         server.handle(request, from: self, sequence: sequence)
     }
 
     /// Answers a broken request (its response follows those already due) and closes.
     private func fail(with problem: Problem, head: HTTPRequest?) {
-        let sequence = nextSequence
-        nextSequence += 1
-        closeAfter = sequence
+        let sequence = state.nextSequence
+        state.nextSequence += 1
+        state.closeAfter = sequence
         server.handleFailure(problem, head: head, from: self, sequence: sequence)
     }
 
     /// The server answers 408 to a request that trickles in, or to an idle connection, and closes.
     func timeOut() {
-        guard !tcp.isClosed, !isClosing else { return }
-        let seconds = isMidRequest ? server.configuration.requestTimeout : server.configuration.idleTimeout
-        isMidRequest = false
+        guard !tcp.isClosed, !state.isClosing else { return }
+        let seconds = state.isMidRequest ? server.configuration.requestTimeout : server.configuration.idleTimeout
+        state.isMidRequest = false
         tcp.stopReading()
         fail(with: .requestTimeout(seconds: seconds), head: nil)
     }
@@ -156,31 +164,31 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         server.record(response, to: context)
         guard !tcp.isClosed else { return }
         let sequence = context.sequence
-        if sequence == firstSlotSequence {
+        if sequence == state.firstSlotSequence {
             // Due now (always, without pipelining): written straight away, never stored, so the
             // response is not copied into the queue and out again.
-            if !slots.isEmpty { slots.removeFirst() }
-            firstSlotSequence += 1
+            if !state.slots.isEmpty { state.slots.removeFirst() }
+            state.firstSlotSequence += 1
             guard send(response, sequence: sequence, isHead: context.isHead, keepAliveHeader: context.keepAliveHeader) else { return }
         } else {
-            let index = Int(sequence - firstSlotSequence)
-            if slots.count <= index { slots.append(contentsOf: repeatElement(nil, count: index + 1 - slots.count)) }
-            slots[index] = Slot(response: response, isHead: context.isHead, keepAliveHeader: context.keepAliveHeader)
+            let index = Int(sequence - state.firstSlotSequence)
+            if state.slots.count <= index { state.slots.append(contentsOf: repeatElement(nil, count: index + 1 - state.slots.count)) }
+            state.slots[index] = Slot(response: response, isHead: context.isHead, keepAliveHeader: context.keepAliveHeader)
         }
         // Answers that were waiting for this one.
-        while !slots.isEmpty, slots[0] != nil {
+        while !state.slots.isEmpty, state.slots[0] != nil {
             // Moved out rather than copied: a copy would retain the response's buffers once more.
-            let slot = slots[0].take()!
-            let current = firstSlotSequence
-            slots.removeFirst()
-            firstSlotSequence += 1
+            let slot = state.slots[0].take()!
+            let current = state.firstSlotSequence
+            state.slots.removeFirst()
+            state.firstSlotSequence += 1
             guard send(slot.response, sequence: current, isHead: slot.isHead, keepAliveHeader: slot.keepAliveHeader) else { return }
         }
-        if isReadingPaused && pendingCount < server.configuration.maxPipelinedRequests {
-            isReadingPaused = false
+        if state.isReadingPaused && pendingCount < server.configuration.maxPipelinedRequests {
+            state.isReadingPaused = false
             tcp.startReading()
         }
-        if !hasPendingResponses && !isMidRequest {
+        if !hasPendingResponses && !state.isMidRequest {
             deadline = server.now + server.idleTimeoutMilliseconds
         }
     }
@@ -191,14 +199,14 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         if let takeover = response.takeover {
             server.write(response, isHead: false, closing: false, keepAliveHeader: false, to: tcp)
             spareContext = nil
-            server.connectionUpgraded(self, to: takeover.attach(tcp, upgradeLeftover) { [server, tcp] in server.upgradedConnectionClosed(tcp) })
+            server.connectionUpgraded(self, to: takeover.attach(tcp, state.upgradeLeftover) { [server, tcp] in server.upgradedConnectionClosed(tcp) })
             return false
         }
         // While the server shuts down, the last answer due is the last one: it says so.
-        let closing = closeAfter == sequence || (server.isShuttingDown && !hasPendingResponses && !isMidRequest)
+        let closing = state.closeAfter == sequence || (server.isShuttingDown && !hasPendingResponses && !state.isMidRequest)
         server.write(response, isHead: isHead, closing: closing, keepAliveHeader: keepAliveHeader, to: tcp)
         if closing {
-            isClosing = true
+            state.isClosing = true
             tcp.closeAfterWriting()
             return false
         }

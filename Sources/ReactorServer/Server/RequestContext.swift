@@ -1,59 +1,81 @@
 /// What the server knows about a request beyond its bytes; middleware fills it in as the request
 /// passes (the auth middleware sets `principal`, say).
 public final class RequestContext {
-    // @exclusivity(unchecked) on the stored properties below: a context lives on the loop thread, and
-    // its fields are set by the middleware and router between calls, never during one;
-    // a dynamic exclusivity check on each access costs more than the work it guards here.
+    /// Everything the context holds about its request, set anew for each request it serves.
+    private struct Fields {
+        var id: UInt64
+        var receivedAt: UInt64
+        var sequence: UInt64
+        var isHead: Bool
+        var keepAliveHeader: Bool
+        var principal: Principal?
+        var routeIndex = -1
+        var scope: Scope?
+        var routeEntry = -1
+        var endpoint: Endpoint?
+    }
+    /// @exclusivity(unchecked): a context lives on the loop thread, and its fields are set by the
+    /// middleware and the router between calls, never during one; a dynamic exclusivity check on
+    /// each access would cost more than the work it guards.
+    @exclusivity(unchecked) private var fields: Fields
+
     /// Unique per server run, for logs and the `X-Request-Id` header.
-    @exclusivity(unchecked) public private(set) var id: UInt64
+    public var id: UInt64 { fields.id }
     /// Loop time (ns, monotonic) when the request was complete.
-    @exclusivity(unchecked) public private(set) var receivedAt: UInt64
+    public var receivedAt: UInt64 { fields.receivedAt }
     /// The authenticated client, if any.
-    @exclusivity(unchecked) public var principal: Principal?
+    public var principal: Principal? {
+        get { fields.principal }
+        set { fields.principal = newValue }
+    }
     /// The path of the route the request matched, if any (for logs and metrics). Looked up when
     /// asked: most requests never are, and storing it would retain and release it for each.
     public var route: String? { routeIndex < 0 ? nil : connection?.routePath(routeIndex) }
     /// The route's number in its router; -1 when the request matched none.
-    @exclusivity(unchecked) var routeIndex = -1
+    var routeIndex: Int {
+        get { fields.routeIndex }
+        set { fields.routeIndex = newValue }
+    }
     /// What the matched route needs of the client; nil when anyone may use it.
-    @exclusivity(unchecked) public internal(set) var scope: Scope?
+    public internal(set) var scope: Scope? {
+        get { fields.scope }
+        set { fields.scope = newValue }
+    }
     /// Where the request goes after the middleware: the number of its route's entry in the route
     /// table, or (when -1) `endpoint`, an answer of the router's own or of the server's.
-    @exclusivity(unchecked) var routeEntry = -1
-    @exclusivity(unchecked) var endpoint: Endpoint?
+    var routeEntry: Int {
+        get { fields.routeEntry }
+        set { fields.routeEntry = newValue }
+    }
+    var endpoint: Endpoint? {
+        get { fields.endpoint }
+        set { fields.endpoint = newValue }
+    }
 
     /// Where the answer goes: the connection that read the request, the request's place in its
     /// order, and how the answer is to be framed. Kept here so that the closure that carries the
     /// answer back captures this one object, which needs no allocation of its own. Nil only for a
     /// context made without a server, to test routing and middleware on their own.
     let connection: HTTPServerConnection?
-    @exclusivity(unchecked) private(set) var sequence: UInt64
-    @exclusivity(unchecked) private(set) var isHead: Bool
+    var sequence: UInt64 { fields.sequence }
+    var isHead: Bool { fields.isHead }
     /// An HTTP/1.0 client that asked to keep the connection: its answer says `Connection: keep-alive`.
-    @exclusivity(unchecked) private(set) var keepAliveHeader: Bool
+    var keepAliveHeader: Bool { fields.keepAliveHeader }
 
     init(id: UInt64, receivedAt: UInt64, connection: HTTPServerConnection?, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) {
-        self.id = id
-        self.receivedAt = receivedAt
         self.connection = connection
-        self.sequence = sequence
-        self.isHead = isHead
-        self.keepAliveHeader = keepAliveHeader
+        fields = Fields(id: id, receivedAt: receivedAt, sequence: sequence, isHead: isHead, keepAliveHeader: keepAliveHeader)
     }
 
     /// Makes this context, which nobody holds any more, the one of the next request on its connection:
     /// a keep-alive client's requests then cost no allocation for it.
     func reuse(id: UInt64, receivedAt: UInt64, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) {
-        self.id = id
-        self.receivedAt = receivedAt
-        self.sequence = sequence
-        self.isHead = isHead
-        self.keepAliveHeader = keepAliveHeader
-        principal = nil
-        routeIndex = -1
-        scope = nil
-        routeEntry = -1
-        endpoint = nil
+        // Field by field: a whole new `Fields` would be destroyed and copied through the value's
+        // witnesses, not in a few stores.
+        (fields.id, fields.receivedAt, fields.sequence) = (id, receivedAt, sequence)
+        (fields.isHead, fields.keepAliveHeader) = (isHead, keepAliveHeader)
+        (fields.principal, fields.routeIndex, fields.scope) = (nil, -1, nil)
+        (fields.routeEntry, fields.endpoint) = (-1, nil)
     }
 }
 

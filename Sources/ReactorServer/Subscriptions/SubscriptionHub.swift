@@ -12,29 +12,36 @@ protocol SubscriptionSink: AnyObject {
 /// same bytes then go to every subscriber of that selection. It keeps the recent transitions in a
 /// window so that a subscriber that reconnects with `since=N` catches up without a snapshot.
 final class SubscriptionHub<StateType: HostedState> {
-    // @exclusivity(unchecked) on the stored properties below: touched on the loop thread only; subscribers are called on copies, never during a modification;
-    // a dynamic exclusivity check on each access costs more than the work it guards here.
-    @exclusivity(unchecked) private(set) var version: UInt64 = 0
-    /// The JSON of the state at `version`, held only while the next transition needs it: to diff
-    /// against when the state does not record its changes, or for sub-tree selections, which diff
-    /// their own part. Held always, a document's root would have a second owner, and the core would
-    /// copy it on every event.
-    @exclusivity(unchecked) private var kept: JSON?
-    @exclusivity(unchecked) private var hasState = false
-    /// The published state, for what needs the current JSON while none is kept (snapshots).
-    private let published: () -> StateType
-    @exclusivity(unchecked) private var window: TransitionWindow
-    @exclusivity(unchecked) private var groups: [SubscriptionSelection: [ObjectIdentifier: any SubscriptionSink]] = [:]
-    /// How many of `groups` select a sub-tree, and how many want whole states rather than patches.
-    @exclusivity(unchecked) private var subtreeGroups = 0
-    @exclusivity(unchecked) private var stateGroups = 0
-    /// Snapshots of the current version by selection: many subscribers arriving together share one.
-    @exclusivity(unchecked) private var snapshots: [SubscriptionSelection: SubscriberMessage] = [:]
-    private let logger: Logger
-
-    @exclusivity(unchecked) private(set) var subscriberCount = 0
+    /// What the hub holds between transitions.
+    private struct Held {
+        var version: UInt64 = 0
+        /// The JSON of the state at `version`, held only while the next transition needs it: to diff
+        /// against when the state does not record its changes, or for sub-tree selections, which diff
+        /// their own part. Held always, a document's root would have a second owner, and the core would
+        /// copy it on every event.
+        var kept: JSON?
+        var hasState = false
+        var window: TransitionWindow
+        var groups: [SubscriptionSelection: [ObjectIdentifier: any SubscriptionSink]] = [:]
+        /// How many of `groups` select a sub-tree, and how many want whole states rather than patches.
+        var subtreeGroups = 0
+        var stateGroups = 0
+        /// Snapshots of the current version by selection: many subscribers arriving together share one.
+        var snapshots: [SubscriptionSelection: SubscriberMessage] = [:]
+        var subscriberCount = 0
+    }
+    // @exclusivity(unchecked) on `held` and `counters`: touched on the loop thread only; subscribers
+    // are called on copies, never during a modification; a dynamic exclusivity check on each access
+    // would cost more than the work it guards.
+    @exclusivity(unchecked) private var held: Held
     /// What was sent, for metrics: messages and their bytes, and what happened to slow subscribers.
     @exclusivity(unchecked) var counters = Counters()
+    /// The published state, for what needs the current JSON while none is kept (snapshots).
+    private let published: () -> StateType
+    private let logger: Logger
+
+    var version: UInt64 { held.version }
+    var subscriberCount: Int { held.subscriberCount }
 
     struct Counters {
         var pushes: UInt64 = 0
@@ -58,30 +65,30 @@ final class SubscriptionHub<StateType: HostedState> {
     }
 
     init(windowCapacity: Int, logger: Logger, published: @escaping () -> StateType) {
-        window = TransitionWindow(capacity: windowCapacity)
+        held = Held(window: TransitionWindow(capacity: windowCapacity))
         self.logger = logger
         self.published = published
     }
 
     /// The JSON of the state at `version`.
     private var current: JSON {
-        if let kept { return kept }
+        if let kept = held.kept { return kept }
         do {
             return try published().jsonValue()
         } catch {
-            logger.error("cannot encode the state for subscribers", metadata: ["version": "\(version)", "error": "\(error)"])
+            logger.error("cannot encode the state for subscribers", metadata: ["version": "\(held.version)", "error": "\(error)"])
             return .null
         }
     }
 
     func update(with newState: StateType, version newVersion: UInt64) {
         // The state's own account of the event, when it keeps one and follows the version held here.
-        let recorded = hasState && newVersion == version + 1 ? newState.lastChanges : nil
+        let recorded = held.hasState && newVersion == held.version + 1 ? newState.lastChanges : nil
         // The state as JSON, only when something needs it: a diff (no record, or sub-tree selections)
         // or whole-state messages. Patches from the record need none, and making it anyway (for a
         // document, a copy of its root) would cost on every event.
         var json: JSON?
-        if !hasState || recorded == nil || subtreeGroups > 0 || stateGroups > 0 {
+        if !held.hasState || recorded == nil || held.subtreeGroups > 0 || held.stateGroups > 0 {
             do {
                 json = try newState.jsonValue()
             } catch {
@@ -89,15 +96,15 @@ final class SubscriptionHub<StateType: HostedState> {
                 return
             }
         }
-        guard hasState else {
-            hasState = true
-            (kept, version) = (json, newVersion)
+        guard held.hasState else {
+            held.hasState = true
+            (held.kept, held.version) = (json, newVersion)
             return
         }
         // A diff, or with nothing to diff against, the whole state, when the state keeps no record.
-        let operations = recorded ?? kept.map { JSONPatch.diff(from: $0, to: json!) } ?? [.replace(path: .root, value: json!)]
-        let previous = kept
-        kept = recorded == nil || subtreeGroups > 0 ? json : nil
+        let operations = recorded ?? held.kept.map { JSONPatch.diff(from: $0, to: json!) } ?? [.replace(path: .root, value: json!)]
+        let previous = held.kept
+        held.kept = recorded == nil || held.subtreeGroups > 0 ? json : nil
         send(operations, previous: previous, current: json, version: newVersion)
     }
 
@@ -108,9 +115,9 @@ final class SubscriptionHub<StateType: HostedState> {
     /// transition. Until the group's last state comes (`update(with:version:)`), `published` must
     /// still give the state at the version before the group.
     func update(changes operations: [JSONPatchOperation], version newVersion: UInt64) {
-        precondition(hasState && newVersion == version + 1, "changes come in order, after a state")
+        precondition(held.hasState && newVersion == held.version + 1, "changes come in order, after a state")
         var json: JSON?
-        if subtreeGroups > 0 || stateGroups > 0 {
+        if held.subtreeGroups > 0 || held.stateGroups > 0 {
             var next = current
             do {
                 try JSONPatch.apply(operations, to: &next)
@@ -120,24 +127,24 @@ final class SubscriptionHub<StateType: HostedState> {
             }
             json = next
         }
-        let previous = kept
-        kept = json
+        let previous = held.kept
+        held.kept = json
         send(operations, previous: previous, current: json, version: newVersion)
     }
 
     /// Sends the transition to `newVersion` to every selection it changes, and keeps it in the window.
     private func send(_ operations: [JSONPatchOperation], previous: JSON?, current json: JSON?, version newVersion: UInt64) {
-        version = newVersion
-        if !snapshots.isEmpty { snapshots.removeAll(keepingCapacity: true) }
+        held.version = newVersion
+        if !held.snapshots.isEmpty { held.snapshots.removeAll(keepingCapacity: true) }
         // Iterating even an empty dictionary retains and releases its storage, on every event.
-        if !groups.isEmpty {
-            for (selection, sinks) in groups where !sinks.isEmpty {
+        if !held.groups.isEmpty {
+            for (selection, sinks) in held.groups where !sinks.isEmpty {
                 guard let message = message(for: selection, previous: previous, current: json, rootOperations: operations) else { continue }
                 for sink in sinks.values { sink.deliver(message) }
             }
         }
         // Last, so that the operations move into the window rather than being copied there.
-        window.append(.init(version: newVersion, operations: operations))
+        held.window.append(.init(version: newVersion, operations: operations))
     }
 
     /// The message a selection's subscribers get for the transition just made; nil when the
@@ -148,27 +155,27 @@ final class SubscriptionHub<StateType: HostedState> {
             : JSONPatch.diff(from: previous?[selection.path] ?? .null, to: current![selection.path] ?? .null)
         guard !operations.isEmpty else { return nil }
         switch selection.mode {
-        case .patch: return .patch(version, operations)
-        case .state: return .state(version, current![selection.path] ?? .null)
+        case .patch: return .patch(held.version, operations)
+        case .state: return .state(held.version, current![selection.path] ?? .null)
         }
     }
 
     /// Adds `sink` and returns what it must be sent first: a snapshot, or what it missed since `since`.
     func subscribe(_ sink: any SubscriptionSink, to selection: SubscriptionSelection, since: UInt64?) -> [SubscriberMessage] {
-        if groups[selection] == nil {
-            if selection.mode == .state { stateGroups += 1 }
+        if held.groups[selection] == nil {
+            if selection.mode == .state { held.stateGroups += 1 }
             if !selection.path.isRoot {
-                subtreeGroups += 1
+                held.subtreeGroups += 1
                 // The next transition diffs this sub-tree against the state as it is now.
-                if kept == nil { kept = current }
+                if held.kept == nil { held.kept = current }
             }
         }
-        groups[selection, default: [:]][ObjectIdentifier(sink)] = sink
-        subscriberCount += 1
+        held.groups[selection, default: [:]][ObjectIdentifier(sink)] = sink
+        held.subscriberCount += 1
         guard let since else { return [snapshot(for: selection)] }
-        guard let missed = window.transitions(after: since, current: version) else {
+        guard let missed = held.window.transitions(after: since, current: held.version) else {
             // Too old, or from a future this server never saw (a restart): start over, and say so.
-            return [.snapshot(version, current[selection.path] ?? .null, resumed: false)]
+            return [.snapshot(held.version, current[selection.path] ?? .null, resumed: false)]
         }
         if selection.path.isRoot && selection.mode == .patch {
             return missed.compactMap { $0.operations.isEmpty ? nil : .patch($0.version, $0.operations) }
@@ -177,25 +184,25 @@ final class SubscriptionHub<StateType: HostedState> {
         let touched = missed.contains { $0.operations.contains(where: selection.isTouched(by:)) }
         guard touched else { return [] }
         let part = current[selection.path] ?? .null
-        return [selection.mode == .patch ? .patch(version, [.replace(path: .root, value: part)]) : .state(version, part)]
+        return [selection.mode == .patch ? .patch(held.version, [.replace(path: .root, value: part)]) : .state(held.version, part)]
     }
 
     func unsubscribe(_ sink: any SubscriptionSink, from selection: SubscriptionSelection) {
-        if groups[selection]?.removeValue(forKey: ObjectIdentifier(sink)) != nil {
-            subscriberCount -= 1
+        if held.groups[selection]?.removeValue(forKey: ObjectIdentifier(sink)) != nil {
+            held.subscriberCount -= 1
         }
-        if groups[selection]?.isEmpty == true {
-            groups[selection] = nil
-            if !selection.path.isRoot { subtreeGroups -= 1 }
-            if selection.mode == .state { stateGroups -= 1 }
+        if held.groups[selection]?.isEmpty == true {
+            held.groups[selection] = nil
+            if !selection.path.isRoot { held.subtreeGroups -= 1 }
+            if selection.mode == .state { held.stateGroups -= 1 }
         }
     }
 
     /// A snapshot of the current version for `selection`, made once per version.
     func snapshot(for selection: SubscriptionSelection) -> SubscriberMessage {
-        if let cached = snapshots[selection] { return cached }
-        let message = SubscriberMessage.snapshot(version, current[selection.path] ?? .null)
-        snapshots[selection] = message
+        if let cached = held.snapshots[selection] { return cached }
+        let message = SubscriberMessage.snapshot(held.version, current[selection.path] ?? .null)
+        held.snapshots[selection] = message
         return message
     }
 }
