@@ -46,7 +46,7 @@ final class RecentPointers {
     /// unretained: the thread's key holds it.
     private static func withCurrent<Result>(_ body: (RecentPointers) -> Result) -> Result {
         if let existing = pthread_getspecific(key) {
-            return Unmanaged<RecentPointers>.fromOpaque(existing)._withUnsafeGuaranteedRef(body)
+            return Unmanaged<RecentPointers>.fromOpaque(existing).withBorrowed(body)
         }
         let made = RecentPointers()
         pthread_setspecific(key, Unmanaged.passRetained(made).toOpaque())

@@ -128,7 +128,7 @@ public final class TCPConnection {
         // the call returns (see `delegate`).
         guard let receiver = delegate.map(Unmanaged.passUnretained) else { return }
         state.isDeliveringRead = true
-        receiver._withUnsafeGuaranteedRef { $0.connection(self, didRead: bytes) }
+        receiver.withBorrowed { $0.connection(self, didRead: bytes) }
         state.isDeliveringRead = false
         if state.replacedDuringRead != nil { state.replacedDuringRead = nil }
     }
@@ -306,7 +306,7 @@ public final class TCPConnection {
     /// it until libuv has closed the handle, which is never during one of its callbacks.
     @inline(__always)
     static func borrowing<Result>(_ pointer: UnsafeMutableRawPointer?, _ body: (TCPConnection) -> Result) -> Result {
-        Unmanaged<TCPConnection>.fromOpaque(pointer!)._withUnsafeGuaranteedRef(body)
+        Unmanaged<TCPConnection>.fromOpaque(pointer!).withBorrowed(body)
     }
 }
 

@@ -142,7 +142,7 @@ final class RouteTable {
     /// Hands the request to the endpoint `route(_:into:)` chose for it.
     func respond(to request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
         if context.routeEntry >= 0 {
-            return endpoints[context.routeEntry]._withUnsafeGuaranteedRef { $0.respond(request, context, respond) }
+            return endpoints[context.routeEntry].withBorrowed { $0.respond(request, context, respond) }
         }
         guard let endpoint = context.endpoint else {
             return respond(Problem.internalError("the request was not routed").response)

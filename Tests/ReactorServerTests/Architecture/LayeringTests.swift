@@ -8,17 +8,17 @@ final class LayeringTests: XCTestCase {
     /// Lowest first: each folder may use the ones before it. Files at the module's root (the daemon)
     /// come above them all.
     static let layers = [
-        "Bytes", "TLS", "Metrics", "Loop", "HTTP", "WebSocket", "HostedState", "Durability", "Cluster",
+        "Kernel", "TLS", "Metrics", "Loop", "HTTP", "WebSocket", "HostedState", "Durability", "Cluster",
         "Server", "Subscriptions", "Hosting", "Document",
     ]
 
-    private static let sources: URL = URL(fileURLWithPath: #filePath)
+    static let sources: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources/ReactorServer")
 
     /// Each Swift file of the module: its folder ("" at the root) and its text without comments
     /// and string literals.
-    private static func files() throws -> [(folder: String, name: String, code: String)] {
+    static func files() throws -> [(folder: String, name: String, code: String)] {
         let paths = try XCTUnwrap(FileManager.default.subpathsOfDirectory(atPath: sources.path)).filter { $0.hasSuffix(".swift") }.sorted()
         XCTAssertFalse(paths.isEmpty, "the sources are found at \(sources.path)")
         return try paths.map { path in
