@@ -16,22 +16,12 @@ import CUV
 /// before anything it writes after a flush. It never grows: a write that does not fit flushes what
 /// is held first, and one larger than the buffer goes straight out.
 final class WriteBatch {
-    private struct Entry {
-        /// Held until the entry is written, so that it is alive then whatever happened meanwhile; a
-        /// connection closed meanwhile drops its bytes (`writeNow`). (A connection flushes the batch
-        /// before it closes anyway, so that what it wrote goes out first.)
-        let connection: TCPConnection
-        let start: Int
-        var count: Int
-    }
-
-    private let storage: UnsafeMutableRawBufferPointer
-    private let entries: UnsafeMutablePointer<Entry>
-    private let maxEntries: Int
-    // @exclusivity(unchecked): touched on the loop thread only, never while being modified (a flush
-    // writes to the kernel and calls no delegate).
-    @exclusivity(unchecked) private var used = 0
-    @exclusivity(unchecked) private var entryCount = 0
+    // @exclusivity(unchecked) on `pending` and `isFlushing`: touched on the loop thread only, never
+    // while being modified (a flush writes to the kernel and calls no delegate).
+    /// Each entry holds its connection until it is written, so that it is alive then whatever
+    /// happened meanwhile; a connection closed meanwhile drops its bytes (`writeNow`). (A connection
+    /// flushes the batch before it closes anyway, so that what it wrote goes out first.)
+    @exclusivity(unchecked) private var pending: PendingWrites<TCPConnection>
     /// A connection that fails mid-flush closes, and a close flushes: not again from inside this one.
     @exclusivity(unchecked) private var isFlushing = false
     /// Writers that keep their output themselves (a Redis connection: hiredis holds its commands),
@@ -46,9 +36,7 @@ final class WriteBatch {
     /// Started before any other prepare handle of the loop, so it runs after them all (libuv runs
     /// the most recently started first): what they write goes out in the same turn.
     init(loop: UnsafeMutablePointer<uv_loop_t>, capacity: Int = 64 * 1024, maxEntries: Int = 1024) {
-        storage = .allocate(byteCount: capacity, alignment: 16)
-        entries = .allocate(capacity: maxEntries)
-        self.maxEntries = maxEntries
+        pending = PendingWrites(capacity: capacity, maxEntries: maxEntries)
         uv_prepare_init(loop, handle.pointer)
         handle.attach(to: self)
         uv_prepare_start(handle.pointer) { handle in
@@ -62,16 +50,12 @@ final class WriteBatch {
     /// written, and the entries' references would keep their connections (and, through them, the
     /// loop) alive.
     func discard() {
-        entries.deinitialize(count: entryCount)
-        entryCount = 0
-        used = 0
+        pending.discard()
     }
 
     /// Frees the buffers; the handle is the loop's to close (`EventLoop.run` closes every handle).
     func deallocate() {
-        discard()
-        storage.deallocate()
-        entries.deallocate()
+        pending.deallocate()
         handle.deallocate()
     }
 
@@ -93,23 +77,14 @@ final class WriteBatch {
     /// than the whole batch.
     @inline(__always)
     func add(atMost maximum: Int, for connection: TCPConnection, _ fill: (UnsafeMutableRawPointer) -> Int) -> Bool {
-        guard maximum <= storage.count else { return false }
-        if maximum > storage.count - used || entryCount == maxEntries {
+        guard pending.canEverHold(maximum) else { return false }
+        if !pending.hasRoom(for: maximum) {
             flush()
             // The flush may have failed this connection's earlier bytes and closed it: an entry
             // now would outlive it.
             if connection.isClosed { return true }
         }
-        let count = fill(storage.baseAddress! + used)
-        connection.batchedBytes += count
-        // A connection's answers written one after another (pipelining) join one entry: one write.
-        if entryCount > 0, entries[entryCount - 1].connection === connection {
-            entries[entryCount - 1].count += count
-        } else if count > 0 {
-            (entries + entryCount).initialize(to: Entry(connection: connection, start: used, count: count))
-            entryCount += 1
-        }
-        used += count
+        connection.batchedBytes += pending.append(atMost: maximum, for: connection, fill)
         return true
     }
 
@@ -130,17 +105,12 @@ final class WriteBatch {
 
     /// Hands every held byte to its connection's socket, in the order written.
     func flush() {
-        guard entryCount > 0, !isFlushing else { return }
+        guard !isFlushing, !pending.isEmpty else { return }
         isFlushing = true
-        let base = UnsafeRawPointer(storage.baseAddress!)
-        for index in 0 ..< entryCount {
-            // Moved out: the entry's reference to its connection is let go once it is written.
-            let entry = (entries + index).move()
-            entry.connection.batchedBytes -= entry.count
-            entry.connection.writeNow(UnsafeRawBufferPointer(start: base + entry.start, count: entry.count))
+        pending.drain { connection, bytes in
+            connection.batchedBytes -= bytes.count
+            connection.writeNow(bytes)
         }
-        entryCount = 0
-        used = 0
         isFlushing = false
     }
 }
