@@ -63,3 +63,43 @@ struct LoopHandle<Handle> {
         pointer.deallocate()
     }
 }
+
+/// A libuv request (`uv_write_t`, `uv_shutdown_t`, `uv_work_t`, ...) that keeps one Swift object
+/// alive until libuv calls it back: the one place such a request is allocated and freed and its
+/// `data` pointer set and read. `Request` is one of libuv's request types, which all begin with the
+/// fields of `uv_req_t`, `data` first.
+///
+/// `make(holding:)` retains the object; exactly one of `finish` (in the request's callback) or
+/// `abandon` (when libuv refused to start it, and will never call back) releases it and frees
+/// the request.
+enum LoopRequest<Request> {
+    /// A new request holding `owner` (retained) for its callback.
+    static func make(holding owner: AnyObject) -> UnsafeMutablePointer<Request> {
+        let request = UnsafeMutablePointer<Request>.allocate(capacity: 1)
+        base(of: request).pointee.data = Unmanaged.passRetained(owner).toOpaque()
+        return request
+    }
+
+    /// The object `request` holds, still held: for a callback that comes before the last one
+    /// (a threadpool job's work, before its completion).
+    static func owner<Owner: AnyObject>(of request: UnsafeMutablePointer<Request>?, as _: Owner.Type = Owner.self) -> Owner {
+        Unmanaged<Owner>.fromOpaque(base(of: request!).pointee.data).takeUnretainedValue()
+    }
+
+    /// In the request's last callback: the object it held, handed over, and the request freed.
+    static func finish<Owner: AnyObject>(_ request: UnsafeMutablePointer<Request>?, as _: Owner.Type = Owner.self) -> Owner {
+        let owner = Unmanaged<Owner>.fromOpaque(base(of: request!).pointee.data).takeRetainedValue()
+        request!.deallocate()
+        return owner
+    }
+
+    /// A request libuv would not start: the object it held is released and the request freed.
+    static func abandon(_ request: UnsafeMutablePointer<Request>) {
+        Unmanaged<AnyObject>.fromOpaque(base(of: request).pointee.data).release()
+        request.deallocate()
+    }
+
+    private static func base(of request: UnsafeMutablePointer<Request>) -> UnsafeMutablePointer<uv_req_t> {
+        UnsafeMutableRawPointer(request).assumingMemoryBound(to: uv_req_t.self)
+    }
+}

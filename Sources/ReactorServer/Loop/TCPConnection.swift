@@ -266,16 +266,13 @@ public final class TCPConnection {
         }
         state.isLingering = true
         state.lingerMilliseconds = lingerSeconds * 1000
-        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        let request = LoopRequest<uv_shutdown_t>.make(holding: self)
         let status = uv_shutdown(request, handle.stream) { request, status in
-            let connection = Unmanaged<TCPConnection>.fromOpaque(request!.pointee.data).takeRetainedValue()
-            request!.deallocate()
+            let connection = LoopRequest.finish(request, as: TCPConnection.self)
             if status < 0 { connection.close() } else { connection.linger() }
         }
         if status < 0 {
-            Unmanaged.passUnretained(self).release()
-            request.deallocate()
+            LoopRequest.abandon(request)
             close()
         }
     }
@@ -312,7 +309,6 @@ public final class TCPConnection {
 
 /// A uv_write in flight, with the copy of the bytes the kernel did not take at once.
 private final class WriteRequest {
-    let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
     let storage: UnsafeMutableRawBufferPointer
     let connection: TCPConnection
     var count: Int { storage.count }
@@ -325,18 +321,17 @@ private final class WriteRequest {
 
     deinit {
         storage.deallocate()
-        request.deallocate()
     }
 
     func start(on stream: UnsafeMutablePointer<uv_stream_t>) {
-        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        let request = LoopRequest<uv_write_t>.make(holding: self)
         var buffer = uv_buf_init(storage.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(storage.count))
         let status = uv_write(request, stream, &buffer, 1) { request, status in
-            let write = Unmanaged<WriteRequest>.fromOpaque(request!.pointee.data).takeRetainedValue()
+            let write = LoopRequest.finish(request, as: WriteRequest.self)
             write.connection.didWrite(write.count, status: status)
         }
         if status < 0 {
-            Unmanaged.passUnretained(self).release()
+            LoopRequest.abandon(request)
             connection.didWrite(count, status: status)
         }
     }

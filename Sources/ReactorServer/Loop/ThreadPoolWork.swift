@@ -7,14 +7,11 @@ extension EventLoop {
         precondition(isCurrent, "threadpool work is queued from the loop thread")
         let output = ThreadPoolOutput<Output>()
         let job = ThreadPoolJob(run: { output.value = work() }, finish: { completion(output.value!) })
-        let request = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
-        request.pointee.data = Unmanaged.passRetained(job).toOpaque()
+        let request = LoopRequest<uv_work_t>.make(holding: job)
         let status = uv_queue_work(loop, request, { request in
-            Unmanaged<ThreadPoolJob>.fromOpaque(request!.pointee.data).takeUnretainedValue().run()
+            LoopRequest.owner(of: request, as: ThreadPoolJob.self).run()
         }, { request, _ in
-            let job = Unmanaged<ThreadPoolJob>.fromOpaque(request!.pointee.data).takeRetainedValue()
-            request!.deallocate()
-            job.finish()
+            LoopRequest.finish(request, as: ThreadPoolJob.self).finish()
         })
         precondition(status == 0, "uv_queue_work fails only for a missing callback")
     }
