@@ -47,7 +47,12 @@ extension JSONParser {
             maxDepth: maxDepth,
             rejectsDuplicateKeys: false,
             approximatesBigIntegers: integersBeyond64Bits == .approximate)
-        return try reader.readMembers(body)
+        do {
+            return try reader.readMembers(body)
+        } catch {
+            reader.unwindStack()
+            throw error
+        }
     }
 }
 

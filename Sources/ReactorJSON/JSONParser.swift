@@ -50,7 +50,12 @@ public struct JSONParser: Sendable {
             maxDepth: maxDepth,
             rejectsDuplicateKeys: duplicateKeys == .reject,
             approximatesBigIntegers: integersBeyond64Bits == .approximate)
-        return try reader.parseDocument()
+        do {
+            return try reader.parseDocument()
+        } catch {
+            reader.unwindStack()
+            throw error
+        }
     }
 
     public func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSON {
@@ -127,6 +132,10 @@ struct JSONByteReader {
     /// Reused buffer for strings containing escapes, so decoding them costs
     /// one String creation rather than one append per character.
     var scratch: [UInt8] = []
+    /// This thread's scratch (the recent strings, the members' stack), looked up when first needed.
+    private var scratchPointer: UnsafeMutablePointer<JSONParserScratch>?
+    /// Where the stack stood when this reader first used it: a failed parse unwinds to there.
+    private var stackStart = (keys: 0, values: 0)
 
     init(base: UnsafePointer<UInt8>, count: Int, maxDepth: Int, rejectsDuplicateKeys: Bool, approximatesBigIntegers: Bool) {
         self.base = base
@@ -188,14 +197,16 @@ struct JSONByteReader {
             position += 1
             return .object(JSON.Object())
         }
-        // Most objects on the wire are small: their keys and values are gathered in two arrays, each
-        // key checked against the earlier ones by its print before any string is compared, and the
-        // dictionary made once. (Inserted one by one, a small ordered dictionary, which has no hash
-        // table, compares every new key with every earlier one as strings.)
-        var keys: [String] = []
-        var values: [JSON] = []
-        keys.reserveCapacity(4)
-        values.reserveCapacity(4)
+        // Most objects on the wire are small: their keys and values are gathered on the thread's
+        // stack, each key checked against the earlier ones by its print before any string is
+        // compared, and the dictionary made once, from arrays of the exact size. (Inserted one by
+        // one, a small ordered dictionary, which has no hash table, compares every new key with
+        // every earlier one as strings.) The stack may move as nested containers grow it: it is
+        // reached through `shared` each time.
+        let shared = threadScratch()
+        let firstKey = shared.pointee.stack.keyCount
+        let firstValue = shared.pointee.stack.valueCount
+        var memberCount = 0
         var prints = SmallObjectKeyPrints()
         var printsAreExact = true
         while true {
@@ -207,7 +218,7 @@ struct JSONByteReader {
             let print: UInt64
             switch try parseStringContent() {
             case .unescaped(let bytes):
-                key = String(decoding: bytes, as: UTF8.self)
+                key = string(bytes)
                 print = Self.keyPrint(bytes)
             case .decoded(let decoded):
                 // A key written with escapes has no print of its own bytes: compare every key as a string.
@@ -217,20 +228,23 @@ struct JSONByteReader {
             }
             try skipColonAfterKey()
             let value = try parseValue(depth: depth)
-            let earlier = prints.firstIndex(of: key, print: print, among: keys, printsAreExact: printsAreExact)
-            if let earlier {
+            let keys = UnsafeBufferPointer(start: shared.pointee.stack.keys + firstKey, count: memberCount)
+            if let earlier = prints.firstIndex(of: key, print: print, among: keys, printsAreExact: printsAreExact) {
                 if rejectsDuplicateKeys { throw error("duplicate key \"\(key)\" in object", at: keyOffset) }
                 // As `updateValue(_:forKey:)`: the last value, at the first key's place.
-                values[earlier] = value
+                shared.pointee.stack.values[firstValue + earlier] = value
             } else {
-                prints.set(print, at: keys.count)
-                keys.append(key)
-                values.append(value)
+                prints.set(print, at: memberCount)
+                shared.pointee.stack.push(key: key)
+                shared.pointee.stack.push(value: value)
+                memberCount += 1
             }
-            if try endOfMember() { return .object(JSON.Object(uncheckedUniqueKeys: keys, values: values)) }
-            if keys.count == SmallObjectKeyPrints.capacity {
-                var members = JSON.Object(uncheckedUniqueKeys: keys, values: values)
-                try parseMembers(into: &members, depth: depth)
+            let ended = try endOfMember()
+            if ended || memberCount == SmallObjectKeyPrints.capacity {
+                var members = JSON.Object(
+                    uncheckedUniqueKeys: shared.pointee.stack.popKeys(from: firstKey),
+                    values: shared.pointee.stack.popValues(from: firstValue))
+                if !ended { try parseMembers(into: &members, depth: depth) }
                 return .object(members)
             }
         }
@@ -317,14 +331,19 @@ struct JSONByteReader {
         }
         position += 1  // '['
         skipWhitespace()
-        var elements: [JSON] = []
         if position < count, base[position] == ASCII.closeBracket {
             position += 1
-            return .array(elements)
+            return .array([])
         }
+        // Gathered on the thread's stack, as an object's members are (see `parseObject`).
+        let shared = threadScratch()
+        let first = shared.pointee.stack.valueCount
         while true {
-            elements.append(try parseValue(depth: depth))
-            if try endOfItem(closedBy: ASCII.closeBracket, "']'", after: "array element") { return .array(elements) }
+            let element = try parseValue(depth: depth)
+            shared.pointee.stack.push(value: element)
+            if try endOfItem(closedBy: ASCII.closeBracket, "']'", after: "array element") {
+                return .array(shared.pointee.stack.popValues(from: first))
+            }
         }
     }
 
@@ -441,9 +460,30 @@ struct JSONByteReader {
     /// Parses a string starting at its opening quote.
     mutating func parseString() throws(JSONParseError) -> String {
         switch try parseStringContent() {
-        case .unescaped(let bytes): String(decoding: bytes, as: UTF8.self)
+        case .unescaped(let bytes): string(bytes)
         case .decoded(let string): string
         }
+    }
+
+    /// The String of bytes the reader has checked, from this thread's recent ones when it is there.
+    @inline(__always)
+    mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        threadScratch().pointee.strings.string(bytes)
+    }
+
+    @inline(__always)
+    mutating func threadScratch() -> UnsafeMutablePointer<JSONParserScratch> {
+        if let scratchPointer { return scratchPointer }
+        let scratch = JSONParserScratch.current
+        scratchPointer = scratch
+        stackStart = (scratch.pointee.stack.keyCount, scratch.pointee.stack.valueCount)
+        return scratch
+    }
+
+    /// After a failed parse: drops the members it left on the stack.
+    mutating func unwindStack() {
+        guard let scratchPointer else { return }
+        scratchPointer.pointee.stack.unwind(keysTo: stackStart.keys, valuesTo: stackStart.values)
     }
 
     /// A string's content: without escapes, its own bytes between the quotes (checked UTF-8, so
@@ -723,7 +763,7 @@ struct SmallObjectKeyPrints {
     /// Where `key` is among `keys`, whose prints these are: strings are compared only where the
     /// prints are equal, unless they are not exact (a key written with escapes).
     @inline(__always)
-    mutating func firstIndex(of key: String, print: UInt64, among keys: [String], printsAreExact: Bool) -> Int? {
+    mutating func firstIndex(of key: String, print: UInt64, among keys: UnsafeBufferPointer<String>, printsAreExact: Bool) -> Int? {
         precondition(keys.count <= Self.capacity)
         return withUnsafeMutableBytes(of: &prints) { raw in
             let prints = raw.bindMemory(to: UInt64.self)

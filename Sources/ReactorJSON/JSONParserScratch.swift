@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What parsers keep from one parse to the next, one per thread: the strings they made lately and
+/// the stack they gather containers' members on. Per thread, so no lock; a parser reaches it through
+/// a pointer that stays valid for as long as its thread runs.
+struct JSONParserScratch {
+    var strings = RecentStrings()
+    var stack = JSONParseStack()
+
+    /// This thread's scratch, made on first use and freed when the thread ends.
+    static var current: UnsafeMutablePointer<JSONParserScratch> {
+        if let existing = pthread_getspecific(key) {
+            return existing.assumingMemoryBound(to: JSONParserScratch.self)
+        }
+        let made = UnsafeMutablePointer<JSONParserScratch>.allocate(capacity: 1)
+        made.initialize(to: JSONParserScratch())
+        pthread_setspecific(key, made)
+        return made
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            // Optional in Glibc's signature, not in Darwin's.
+            guard let pointer = pointer as UnsafeMutableRawPointer? else { return }
+            let scratch = pointer.assumingMemoryBound(to: JSONParserScratch.self)
+            scratch.pointee.strings.deallocate()
+            scratch.pointee.stack.deallocate()
+            scratch.deinitialize(count: 1)
+            scratch.deallocate()
+        }
+        return key
+    }()
+}
+
+/// The keys and values of the containers a parser has open, innermost last. A container pushes
+/// its members as it reads them and, when it closes, moves them into arrays of their exact size:
+/// no array grows while a container is read, and none is left larger than its contents. The stack
+/// itself grows (doubling) and is kept for the thread's next parse.
+///
+/// A parse that fails leaves what it pushed; its entry point `unwind`s to where it started. A parse
+/// nested in another on the same thread (from a member callback) starts above the outer one's
+/// entries and leaves them as they were.
+struct JSONParseStack {
+    private(set) var keys: UnsafeMutablePointer<String>
+    private(set) var values: UnsafeMutablePointer<JSON>
+    private var keyCapacity = 16
+    private var valueCapacity = 32
+    private(set) var keyCount = 0
+    private(set) var valueCount = 0
+
+    init() {
+        keys = .allocate(capacity: keyCapacity)
+        values = .allocate(capacity: valueCapacity)
+    }
+
+    @inline(__always)
+    mutating func push(key: String) {
+        if keyCount == keyCapacity { keys = Self.grow(keys, count: keyCount, capacity: &keyCapacity) }
+        (keys + keyCount).initialize(to: key)
+        keyCount &+= 1
+    }
+
+    @inline(__always)
+    mutating func push(value: JSON) {
+        if valueCount == valueCapacity { values = Self.grow(values, count: valueCount, capacity: &valueCapacity) }
+        (values + valueCount).initialize(to: value)
+        valueCount &+= 1
+    }
+
+    /// The keys from `first` up, moved off the stack into an array of their own.
+    @inline(__always)
+    mutating func popKeys(from first: Int) -> [String] {
+        defer { keyCount = first }
+        return Self.moveOut(keys + first, count: keyCount &- first)
+    }
+
+    /// The values from `first` up, moved off the stack into an array of their own.
+    @inline(__always)
+    mutating func popValues(from first: Int) -> [JSON] {
+        defer { valueCount = first }
+        return Self.moveOut(values + first, count: valueCount &- first)
+    }
+
+    /// Drops what was pushed above the given counts (a parse that failed).
+    mutating func unwind(keysTo keyLevel: Int, valuesTo valueLevel: Int) {
+        (keys + keyLevel).deinitialize(count: keyCount - keyLevel)
+        (values + valueLevel).deinitialize(count: valueCount - valueLevel)
+        (keyCount, valueCount) = (keyLevel, valueLevel)
+    }
+
+    func deallocate() {
+        keys.deinitialize(count: keyCount)
+        keys.deallocate()
+        values.deinitialize(count: valueCount)
+        values.deallocate()
+    }
+
+    private static func moveOut<Element>(_ start: UnsafeMutablePointer<Element>, count: Int) -> [Element] {
+        [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
+            buffer.baseAddress?.moveInitialize(from: start, count: count)
+            initialized = count
+        }
+    }
+
+    private static func grow<Element>(_ old: UnsafeMutablePointer<Element>, count: Int, capacity: inout Int) -> UnsafeMutablePointer<Element> {
+        capacity *= 2
+        let new = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
+        new.moveInitialize(from: old, count: count)
+        old.deallocate()
+        return new
+    }
+}
