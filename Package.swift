@@ -78,6 +78,7 @@ let package = Package(
         .executableTarget(name: "fuzz-http-request", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/HTTPRequestFuzzer"),
         .executableTarget(name: "fuzz-websocket-frames", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/WebSocketFrameFuzzer"),
         .executableTarget(name: "fuzz-stream-entries", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/StreamEntryFuzzer"),
+        .executableTarget(name: "fuzz-json", dependencies: ["ReactorJSON", "FuzzSupport"], path: "Tests/Fuzz/JSONFuzzer"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         // What the test targets share (a seeded random number generator).
         .target(name: "TestSupport", path: "Tests/Support"),
