@@ -9,13 +9,19 @@
 # Usage: scripts/bench-cpu.sh [NAME=BINARY ...]   (default: reactord=.build/release/reactord nginx=nginx;
 #        the word nginx stands for nginx-light with Benchmarks/http/nginx.conf.template)
 # Tunables (environment): RUNS=5, DURATION=4 (seconds per wrk run), CONNECTIONS=50, PORT=18301 (the
-# first server's; the others count up), BUILD=0 (1: build reactord release first).
+# first server's; the others count up), BUILD=0 (1: build reactord release first), WORKLOAD=increment
+# (or set: the realistic ~300-byte object of Benchmarks/http/post-set.lua).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-4}
 CONNECTIONS=${CONNECTIONS:-50}
 PORT=${PORT:-18301}
+case "${WORKLOAD:-increment}" in
+    increment) script=Benchmarks/http/post-events.lua ;;
+    set) script=Benchmarks/http/post-set.lua ;;
+    *) echo "bench-cpu: WORKLOAD is increment or set" >&2; exit 2 ;;
+esac
 [ "${BUILD:-0}" = 1 ] && swift build -c release --product reactord
 [ $# -gt 0 ] || set -- reactord=.build/release/reactord nginx=nginx
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -54,9 +60,9 @@ done
 ticks=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
 for i in "${!names[@]}"; do # warm-up, unmeasured
-    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d1s -s Benchmarks/http/post-events.lua "http://127.0.0.1:${ports[$i]}/events" >/dev/null
+    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d1s -s "$script" "http://127.0.0.1:${ports[$i]}/events" >/dev/null
 done
-echo "bench-cpu: wrk -t1 -c$CONNECTIONS -d${DURATION}s POST /events, $RUNS runs alternating; servers on CPU 0, wrk on CPU 1"
+echo "bench-cpu: ${WORKLOAD:-increment}, wrk -t1 -c$CONNECTIONS -d${DURATION}s POST /events, $RUNS runs alternating; servers on CPU 0, wrk on CPU 1"
 printf '%-4s' run; for name in "${names[@]}"; do printf ' | %-27s' "$name"; done; echo
 printf '%-4s' ""; for _ in "${names[@]}"; do printf ' | %7s %4s %6s %6s' "req/s" cpu "user" "sys"; done; echo "   (user, sys: µs per request)"
 declare -A rates
@@ -64,7 +70,7 @@ for run in $(seq "$RUNS"); do
     printf '%-4s' "$run"
     for i in "${!names[@]}"; do
         read -r user0 sys0 <<<"$(cpu_ticks "${pids[$i]}")"
-        out=$(timeout $((DURATION + 30)) taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s Benchmarks/http/post-events.lua "http://127.0.0.1:${ports[$i]}/events")
+        out=$(timeout $((DURATION + 30)) taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "$script" "http://127.0.0.1:${ports[$i]}/events")
         read -r user1 sys1 <<<"$(cpu_ticks "${pids[$i]}")"
         requests=$(awk '/ requests in /{ print $1 }' <<<"$out")
         rate=$(awk '/Requests\/sec/{ printf "%d", $2 }' <<<"$out")
