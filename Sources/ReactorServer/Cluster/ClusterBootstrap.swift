@@ -48,7 +48,7 @@ public enum ClusterBootstrap {
                 guard let entries = range.elements else {
                     throw EventLogError(.unavailable, "Redis refused to read the cluster's stream: \(range.errorMessage ?? "\(range)")")
                 }
-                let records = try StreamEntryFormat.records(of: entries).filter { $0.version > applied }
+                let records = try StreamEntryFormat.records(of: entries, after: applied)
                 if let first = records.first, first.version != applied + 1 {
                     complete = false
                     break

@@ -361,7 +361,7 @@ public final class RedisStreamLog: SharedEventLog {
                 return completion(.failure(EventLogError(.unavailable, "Redis refused a read: \(reply.errorMessage ?? "\(reply)")")))
             }
             let records: [LogRecord]
-            do throws(EventLogError) { records = Array(try StreamEntryFormat.records(of: entries).lazy.filter { $0.version > version }.prefix(max(limit, 1))) } catch {
+            do throws(EventLogError) { records = try StreamEntryFormat.records(of: entries, after: version, limit: max(limit, 1)) } catch {
                 return completion(.failure(error))
             }
             if let first = records.first, first.version != version + 1 {

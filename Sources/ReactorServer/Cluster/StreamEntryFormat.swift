@@ -52,37 +52,43 @@ public enum StreamEntryFormat {
     }
 
     /// The records of XRANGE or XREAD entries (`[id, [field, value, ...]]` each), in order; an
-    /// entry that is not one this format writes fails them all, naming its ID.
-    public static func records(of entries: [RedisReply]) throws(EventLogError) -> [LogRecord] {
+    /// entry that is not one this format writes fails them all, naming its ID. Only those after
+    /// version `after`, and at most `limit` of them: entries past the limit are not decoded (an entry
+    /// holds a whole group of records, so a page of entries can hold far more than a page of records).
+    public static func records(of entries: [RedisReply], after: UInt64 = 0, limit: Int = .max) throws(EventLogError) -> [LogRecord] {
         var records: [LogRecord] = []
-        records.reserveCapacity(entries.count)
+        records.reserveCapacity(min(entries.count, limit))
+        var previous: UInt64?
         for entry in entries {
+            guard records.count < limit else { break }
             guard let parts = entry.elements, parts.count == 2, let id = parts[0].string else {
                 throw EventLogError(.damaged, "the cluster's stream holds an entry reactord does not write: \(entry)")
             }
             guard let version = ClusterKeys.version(ofEntryID: id), let fields = parts[1].elements, fields.count % 2 == 0 else {
                 throw EventLogError(.damaged, "the cluster's stream holds an entry reactord does not write (ID \(id))")
             }
-            var found = false
+            var found: [LogRecord]?
             for index in stride(from: 0, to: fields.count, by: 2) {
                 guard let name = fields[index].bytes, name.count == 1, let value = fields[index + 1].bytes else { continue }
                 if name[0] == UInt8(ascii: "g") {
-                    guard let group = Self.records(ofGroup: value, lastVersion: version),
-                          records.last.map({ $0.version < group[0].version }) ?? true else {
+                    guard let group = Self.records(ofGroup: value, lastVersion: version) else {
                         throw EventLogError(.damaged, "the cluster's stream entry \(id) holds records reactord cannot read")
                     }
-                    records += group
-                    found = true
+                    found = group
                 } else if name[0] == UInt8(ascii: "e") {
-                    guard records.last.map({ $0.version < version }) ?? true else {
-                        throw EventLogError(.damaged, "the cluster's stream entry \(id) is out of order")
-                    }
-                    records.append(LogRecord(version: version, payload: value))
-                    found = true
+                    found = [LogRecord(version: version, payload: value)]
                 }
-                if found { break }
+                if found != nil { break }
             }
-            guard found else { throw EventLogError(.damaged, "the cluster's stream entry \(id) holds no records") }
+            guard let found else { throw EventLogError(.damaged, "the cluster's stream entry \(id) holds no records") }
+            guard previous.map({ $0 < found[0].version }) ?? true else {
+                throw EventLogError(.damaged, "the cluster's stream entry \(id) is out of order")
+            }
+            previous = version
+            for record in found where record.version > after {
+                guard records.count < limit else { break }
+                records.append(record)
+            }
         }
         return records
     }

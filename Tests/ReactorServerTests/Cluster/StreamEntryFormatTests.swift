@@ -60,6 +60,21 @@ final class StreamEntryFormatTests: XCTestCase {
         XCTAssertEqual(read.map { String(decoding: $0.payload, as: UTF8.self) }, ["{\"one\":1}", "x", "y", "z", "w"])
     }
 
+    /// A page of records: those after a version, at most so many, and no entry decoded past them
+    /// (here a damaged one, which would fail the read if it were).
+    func testAPageStopsDecodingOnceItHasItsRecords() throws {
+        let entries: [RedisReply] = [
+            entry("3-0", [("g", StreamEntryFormat.group(records(["a", "b", "c"], last: 3)))]),
+            entry("6-0", [("g", StreamEntryFormat.group(records(["d", "e", "f"], last: 6)))]),
+            entry("9-0", [("g", Array("1 a".utf8))]),
+        ]
+        let page = try StreamEntryFormat.records(of: entries, after: 2, limit: 3)
+        XCTAssertEqual(page.map(\.version), [3, 4, 5])
+        XCTAssertEqual(page.map { String(decoding: $0.payload, as: UTF8.self) }, ["c", "d", "e"])
+        XCTAssertEqual(try StreamEntryFormat.records(of: entries, after: 0, limit: 1).map(\.version), [1])
+        XCTAssertThrowsError(try StreamEntryFormat.records(of: entries, after: 2, limit: 5), "the damaged entry is reached")
+    }
+
     func testAnEntryReactordDoesNotWriteFailsTheReadNamingIt() {
         let unreadable: [RedisReply] = [
             entry("7-1", [("e", Array("{}".utf8))]),                      // not <version>-0
