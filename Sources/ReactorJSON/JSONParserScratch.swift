@@ -102,10 +102,33 @@ struct JSONParseStack {
         values.deallocate()
     }
 
+    /// Moved into an array allocated by `reserveCapacity`, whose allocation is specialised for the
+    /// element type: `Array(unsafeUninitializedCapacity:)` allocates through a standard-library entry
+    /// point that is not, and looks the array's type up at run time on every call.
+    @inline(__always)
     private static func moveOut<Element>(_ start: UnsafeMutablePointer<Element>, count: Int) -> [Element] {
-        [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
-            buffer.baseAddress?.moveInitialize(from: start, count: count)
-            initialized = count
+        var array: [Element] = []
+        array.reserveCapacity(count)
+        array.append(contentsOf: Moving(from: start, count: count))
+        return array
+    }
+
+    /// The elements of a stretch of the stack, each moved out as it is read: no copy, no retain.
+    private struct Moving<Element>: Sequence, IteratorProtocol {
+        private var current: UnsafeMutablePointer<Element>
+        private let end: UnsafeMutablePointer<Element>
+
+        init(from start: UnsafeMutablePointer<Element>, count: Int) {
+            (current, end) = (start, start + count)
+        }
+
+        var underestimatedCount: Int { end - current }
+
+        @inline(__always)
+        mutating func next() -> Element? {
+            guard current < end else { return nil }
+            defer { current += 1 }
+            return current.move()
         }
     }
 
