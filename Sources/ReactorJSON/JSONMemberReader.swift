@@ -47,12 +47,8 @@ extension JSONParser {
             maxDepth: maxDepth,
             rejectsDuplicateKeys: false,
             approximatesBigIntegers: integersBeyond64Bits == .approximate)
-        do {
-            return try reader.readMembers(body)
-        } catch {
-            reader.unwindStack()
-            throw error
-        }
+        defer { reader.endParse() }
+        return try reader.readMembers(body)
     }
 }
 

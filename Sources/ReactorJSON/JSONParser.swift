@@ -50,12 +50,8 @@ public struct JSONParser: Sendable {
             maxDepth: maxDepth,
             rejectsDuplicateKeys: duplicateKeys == .reject,
             approximatesBigIntegers: integersBeyond64Bits == .approximate)
-        do {
-            return try reader.parseDocument()
-        } catch {
-            reader.unwindStack()
-            throw error
-        }
+        defer { reader.endParse() }
+        return try reader.parseDocument()
     }
 
     public func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSON {
@@ -134,7 +130,7 @@ struct JSONByteReader {
     var scratch: [UInt8] = []
     /// This thread's scratch (the recent strings, the members' stack), looked up when first needed.
     private var scratchPointer: UnsafeMutablePointer<JSONParserScratch>?
-    /// Where the stack stood when this reader first used it: a failed parse unwinds to there.
+    /// Where the stack stood when this reader first used it: a parse that ends unwinds to there.
     private var stackStart = (keys: 0, values: 0)
 
     init(base: UnsafePointer<UInt8>, count: Int, maxDepth: Int, rejectsDuplicateKeys: Bool, approximatesBigIntegers: Bool) {
@@ -480,10 +476,12 @@ struct JSONByteReader {
         return scratch
     }
 
-    /// After a failed parse: drops the members it left on the stack.
-    mutating func unwindStack() {
+    /// Ends a parse, failed or not: drops what a failed one left on the stack, and gives back what
+    /// a large document grew it by once no parse is using it.
+    mutating func endParse() {
         guard let scratchPointer else { return }
         scratchPointer.pointee.stack.unwind(keysTo: stackStart.keys, valuesTo: stackStart.values)
+        scratchPointer.pointee.stack.trimIfEmpty()
     }
 
     /// A string's content: without escapes, its own bytes between the quotes (checked UTF-8, so

@@ -42,16 +42,19 @@ struct JSONParserScratch {
 /// The keys and values of the containers a parser has open, innermost last. A container pushes
 /// its members as it reads them and, when it closes, moves them into arrays of their exact size:
 /// no array grows while a container is read, and none is left larger than its contents. The stack
-/// itself grows (doubling) and is kept for the thread's next parse.
+/// itself grows (doubling) and is kept for the thread's next parse, up to `keptKeys` and
+/// `keptValues`: a larger document (a long array) gives the rest back when its parse ends.
 ///
 /// A parse that fails leaves what it pushed; its entry point `unwind`s to where it started. A parse
 /// nested in another on the same thread (from a member callback) starts above the outer one's
 /// entries and leaves them as they were.
 struct JSONParseStack {
+    static let keptKeys = 256
+    static let keptValues = 1024
     private(set) var keys: UnsafeMutablePointer<String>
     private(set) var values: UnsafeMutablePointer<JSON>
-    private var keyCapacity = 16
-    private var valueCapacity = 32
+    private(set) var keyCapacity = 16
+    private(set) var valueCapacity = 32
     private(set) var keyCount = 0
     private(set) var valueCount = 0
 
@@ -93,6 +96,20 @@ struct JSONParseStack {
         (keys + keyLevel).deinitialize(count: keyCount - keyLevel)
         (values + valueLevel).deinitialize(count: valueCount - valueLevel)
         (keyCount, valueCount) = (keyLevel, valueLevel)
+    }
+
+    /// Gives back what an empty stack holds beyond what is kept between parses.
+    mutating func trimIfEmpty() {
+        if keyCount == 0, keyCapacity > Self.keptKeys {
+            keys.deallocate()
+            keyCapacity = Self.keptKeys
+            keys = .allocate(capacity: keyCapacity)
+        }
+        if valueCount == 0, valueCapacity > Self.keptValues {
+            values.deallocate()
+            valueCapacity = Self.keptValues
+            values = .allocate(capacity: valueCapacity)
+        }
     }
 
     func deallocate() {

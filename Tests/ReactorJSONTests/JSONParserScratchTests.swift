@@ -88,4 +88,16 @@ final class JSONParserScratchTests: XCTestCase {
         XCTAssertEqual(try JSONParser().parse(wide), .array(Array(repeating: .object(expected), count: 50)))
         XCTAssertTrue(stackLevel == (0, 0), "nothing left on the stack")
     }
+
+    func testALargeDocumentGivesBackWhatItGrewTheStackBy() throws {
+        let long = "[" + (0..<5000).map { #"{"k":\#($0)}"# }.joined(separator: ",") + "]"
+        let parsed = try JSONParser().parse(long)
+        XCTAssertEqual(parsed[4999]?["k"], .integer(4999))
+        let stack = JSONParserScratch.current.pointee.stack
+        XCTAssertLessThanOrEqual(stack.valueCapacity, JSONParseStack.keptValues)
+        XCTAssertLessThanOrEqual(stack.keyCapacity, JSONParseStack.keptKeys)
+        // Failed half-way, the same.
+        XCTAssertThrowsError(try JSONParser().parse(String(long.dropLast())))
+        XCTAssertLessThanOrEqual(JSONParserScratch.current.pointee.stack.valueCapacity, JSONParseStack.keptValues)
+    }
 }
