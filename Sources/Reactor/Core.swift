@@ -34,9 +34,9 @@ public final class Core<StateType: State>: @unchecked Sendable {
     /// Jobs fired from other threads and not yet taken on the executor, where one hop takes them all.
     /// A job fired on the executor takes them first and queues up behind them, which keeps one total
     /// order across all threads.
-    @usableFromInline let inbox = AtomicInbox<Job>()
-    /// Subscribers on their own queues with states to send when the running work ends.
-    @usableFromInline let queuedDeliveries = QueuedDeliveries()
+    @usableFromInline let inbox = SlotInbox<Job>()
+    /// What the running work owes subscribers when it ends (states to send to their own queues).
+    @usableFromInline let round = DeliveryRound()
     private let lastRegistration = Atomic<UInt64>(0)
 
     /// - Parameters:
@@ -141,16 +141,17 @@ public final class Core<StateType: State>: @unchecked Sendable {
         // What middleware and observers fired meanwhile runs now, as it would after a queued job.
         if !pending.isEmpty { runPending() }
         draining = false
-        sendGatheredStates()
+        endRound()
         return result
     }
 
-    /// Sends subscribers on queues of their own the states they were given, when the core's work
-    /// ends and before it lets anything else out (a completion, a job's body): whoever learns of a
-    /// version from the core finds every state up to it already sent to those queues.
+    /// Ends the round of work: sends subscribers on queues of their own the states they were given,
+    /// and lets go of the subscribers held for the round, when the core's work ends and before it
+    /// lets anything else out (a completion, a job's body): whoever learns of a version from the
+    /// core finds every state up to it already sent to those queues.
     @inlinable
-    func sendGatheredStates() {
-        if !queuedDeliveries.waiting.isEmpty { queuedDeliveries.send() }
+    func endRound() {
+        if !round.isEmpty { round.end() }
     }
 
     /// Runs the queued jobs, oldest first, until none is left. Out of line: there are almost never
@@ -252,7 +253,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
         select: @escaping @Sendable (StateType) -> Selected,
         isRepeat: ((Selected, Selected) -> Bool)?
     ) {
-        let subscription = Subscription(subscriber, queue: queue, select: select, isRepeat: isRepeat, queuedDeliveries: queuedDeliveries)
+        let subscription = Subscription(subscriber, queue: queue, select: select, isRepeat: isRepeat, round: round)
         let key = Observer.Key.subscriber(ObjectIdentifier(subscriber))
         submit(.perform { [self] in
             // A subscriber that went away may have left its address to this one: only a live entry counts.
@@ -366,7 +367,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
     }
 
     @inlinable
-    func submit(_ job: Job) {
+    func submit(_ job: consuming Job) {
         if executor.isCurrent {
             if !inbox.isEmpty { takeInbox() }
             accept(job)
@@ -393,25 +394,27 @@ public final class Core<StateType: State>: @unchecked Sendable {
             return
         }
         draining = true
+        round.holdsSubscribers = true
         repeat {
             // Each job runs from the inbox where it lies; what the batch fires on the executor waits
             // in `pending` behind the whole batch, which came first.
             inbox.takeAll { run($0) }
             while let next = pending.popFirst() { run(next) }
-            sendGatheredStates()
+            endRound()
         } while !inbox.endTaking()
+        round.holdsSubscribers = false
         draining = false
     }
 
     @inlinable
-    func accept(_ job: Job) {
+    func accept(_ job: consuming Job) {
         // The common case on an event loop: nothing queued, nothing running. Run it straight away.
         if !draining && pending.isEmpty {
             draining = true
             run(job)
             if !pending.isEmpty { runPending() }
             draining = false
-            sendGatheredStates()
+            endRound()
             return
         }
         pending.append(job)
@@ -421,14 +424,14 @@ public final class Core<StateType: State>: @unchecked Sendable {
             run(next)
         }
         draining = false
-        sendGatheredStates()
+        endRound()
     }
 
     @inlinable
-    func run(_ job: Job) {
-        switch job {
+    func run(_ job: consuming Job) {
+        switch consume job {
         case .perform(let body):
-            sendGatheredStates()
+            endRound()
             body()
         case .event(let event, let origin, let completion):
             let result: Result<UInt64, any Error>
@@ -439,7 +442,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
                 result = .failure(error)
             }
             if let completion {
-                sendGatheredStates()
+                endRound()
                 completion(result)
             }
         }
@@ -503,7 +506,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
                     rejected.append(BatchRejection(index: index, error: error))
                 }
             }
-            sendGatheredStates()
+            endRound()
             completion(.success(BatchOutcome(version: currentVersion, applied: events.count - rejected.count, rejected: rejected)))
         case .allOrNothing:
             // Apply everything first, keeping each intermediate state, and publish only once all
@@ -524,7 +527,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
                 current = state
                 publishApplied(event, state: state)
             }
-            sendGatheredStates()
+            endRound()
             completion(.success(BatchOutcome(version: currentVersion, applied: events.count, rejected: [])))
         }
     }

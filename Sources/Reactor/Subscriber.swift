@@ -2,7 +2,9 @@ import Dispatch
 import Synchronization
 
 /// Receives the current state when it subscribes, then every later state, in order.
-/// A core holds its subscribers weakly: a subscriber that goes away is dropped.
+/// A core holds its subscribers weakly: a subscriber that goes away is dropped. (While it runs a
+/// batch of events fired from other threads, a core holds each subscriber it notified until the
+/// batch ends: the subscriber goes away then, not in the middle of it.)
 public protocol Subscriber<StateType>: AnyObject {
     associatedtype StateType
 
@@ -19,11 +21,24 @@ extension Subscriber {
 }
 
 /// One subscriber's link to a core: a weak reference, what it selects, where it is notified.
+///
+/// A weakly referenced object counts its references in a side table, so every load of the weak
+/// reference and every retain of the subscriber costs two atomic operations there; with ten
+/// subscribers that was most of an event's cost. So the subscription checks the weak reference once
+/// per round of the core's work (`DeliveryRound`) rather than once per state: a subscriber on the
+/// executor is held strongly from its first state in a round that runs a batch of jobs to the
+/// round's end, and called in between with no reference counting (`updateHeld`); one on its own
+/// queue is checked when its first state of the round is gathered.
+///
 /// @unchecked Sendable: built by the caller, then used only on the core's executor; the subscriber
 /// itself is only compared by identity here and called on the queue its owner chose.
 @usableFromInline
 final class Subscription<StateType, Selected>: @unchecked Sendable {
     @usableFromInline weak var subscriber: (any Subscriber<Selected>)?
+    /// The subscriber, held for the core's running round once it got a state in it (executor only).
+    @exclusivity(unchecked) @usableFromInline var held: (any Subscriber<Selected>)?
+    /// Calls `update(with:version:)` on the subscriber without retaining it: only while `held`.
+    @usableFromInline let updateHeld: (Selected, UInt64) -> Void
     @usableFromInline let queue: DispatchQueue?
     @usableFromInline let select: (StateType) -> Selected
     @usableFromInline let isRepeat: ((Selected, Selected) -> Bool)?
@@ -32,11 +47,13 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
     @usableFromInline let cancelled = Atomic<Bool>(false)
     @usableFromInline let subscriberID: ObjectIdentifier
     /// For a subscriber on its own queue: the selections of the core's running work, sent together
-    /// when it ends (`QueuedDeliveries`). Confined to the executor, and no access to it overlaps a
+    /// when it ends (`DeliveryRound`). Confined to the executor, and no access to it overlaps a
     /// call out, hence @exclusivity(unchecked), as the core's own fields.
     @exclusivity(unchecked) @usableFromInline var gathered: [Delivery] = []
-    /// The core's list of subscriptions with selections gathered.
-    @usableFromInline let queuedDeliveries: QueuedDeliveries
+    /// What the core's running round owes its subscriptions when it ends, and this subscription's
+    /// place in its list (executor only).
+    @usableFromInline let round: DeliveryRound
+    @exclusivity(unchecked) @usableFromInline var nextInRound: (any RoundDeliveries)?
     /// The batches sent to `queue` and not yet delivered: one block on the queue delivers all that
     /// gathered, one hop per batch of states rather than per state.
     @usableFromInline let outbox = AtomicInbox<[Delivery]>()
@@ -53,15 +70,19 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
     }
 
     @inlinable
-    init(
-        _ subscriber: any Subscriber<Selected>,
+    init<Target: Subscriber<Selected>>(
+        _ subscriber: Target,
         queue: DispatchQueue?,
         select: @escaping (StateType) -> Selected,
         isRepeat: ((Selected, Selected) -> Bool)?,
-        queuedDeliveries: QueuedDeliveries
+        round: DeliveryRound
     ) {
-        self.queuedDeliveries = queuedDeliveries
+        self.round = round
         self.subscriber = subscriber
+        let unretained = Unmanaged.passUnretained(subscriber)
+        updateHeld = { value, version in
+            unretained._withUnsafeGuaranteedRef { $0.update(with: value, version: version) }
+        }
         self.queue = queue
         self.select = select
         self.isRepeat = isRepeat
@@ -80,14 +101,33 @@ final class Subscription<StateType, Selected>: @unchecked Sendable {
             last = value
         }
         guard queue != nil else {
-            guard let subscriber else { return false }
-            subscriber.update(with: value, version: version)
+            if held == nil {
+                guard let subscriber else { return false }
+                guard round.holdsSubscribers else {
+                    subscriber.update(with: value, version: version)
+                    return true
+                }
+                held = subscriber
+                round.enlist(self)
+            }
+            updateHeld(value, version)
             return true
         }
-        guard isLive, !cancelled.load(ordering: .relaxed) else { return false }
-        if gathered.isEmpty { queuedDeliveries.waiting.append(self) }
+        guard !cancelled.load(ordering: .relaxed) else { return false }
+        if gathered.isEmpty {
+            guard isLive else { return false }
+            round.enlist(self)
+        }
         gathered.append(Delivery(value, version: version))
         return true
+    }
+
+    /// At the end of a round in which it was given a state: lets go of the subscriber held for it,
+    /// or sends what it gathered to its queue.
+    @inlinable
+    func endRound() {
+        held = nil
+        if queue != nil { sendGathered() }
     }
 
     /// Sends what was gathered to `queue`, waking it if it was idle. On the executor.
@@ -133,33 +173,57 @@ extension Subscription: CancellableDelivery {
     }
 }
 
-/// The subscriptions on queues of their own that were given selections during the core's running
-/// work. Each gets its selections in one block on its queue when the work ends, so that a burst of
-/// events costs a subscriber one hop, not one per state. Confined to the core's executor.
+/// What a round of the core's work (the jobs it runs before it lets anything out) owes its
+/// subscriptions when it ends: the selections gathered for subscribers on queues of their own, sent
+/// in one block to each queue, so that a burst of events costs such a subscriber one hop, not one
+/// per state; and the subscribers on the executor held for the round, let go. Confined to the
+/// core's executor.
 @usableFromInline
-final class QueuedDeliveries {
-    /// Confined to the executor, and no access to it overlaps a call out: @exclusivity(unchecked),
-    /// as the core's own fields, since the core reads it after every event.
-    @exclusivity(unchecked) @usableFromInline var waiting: [any GatheredDeliveries] = []
+final class DeliveryRound {
+    /// The subscriptions given a state in this round, the latest first, linked through their
+    /// `nextInRound`: a list that costs no allocation per round. Confined to the executor, and no
+    /// access to it overlaps a call out: @exclusivity(unchecked), as the core's own fields, since
+    /// the core reads it after every event.
+    @exclusivity(unchecked) @usableFromInline var first: (any RoundDeliveries)?
+    /// Whether subscribers on the executor are held for the round: when it runs a batch of jobs
+    /// (those fired from other threads), where holding saves a check per state; for a round of one
+    /// event it would only add to it.
+    @exclusivity(unchecked) @usableFromInline var holdsSubscribers = false
 
     @inlinable init() {}
 
-    /// Sends every subscription's gathered selections to its queue. The core calls it when its work ends.
+    @inlinable var isEmpty: Bool { first == nil }
+
+    /// Adds `subscription`, given its first state of the round.
     @inlinable
-    func send() {
-        let sending = waiting
-        waiting = []
-        for subscription in sending { subscription.sendGathered() }
+    func enlist(_ subscription: any RoundDeliveries) {
+        subscription.nextInRound = first
+        first = subscription
+    }
+
+    /// Ends the round for every subscription in it. The core calls it when its work ends. The list
+    /// is taken first: what letting go of a subscriber sets off (its deinit may fire) makes a round
+    /// of its own.
+    @inlinable
+    func end() {
+        var next = first
+        first = nil
+        while let subscription = next {
+            next = subscription.nextInRound
+            subscription.nextInRound = nil
+            subscription.endRound()
+        }
     }
 }
 
-/// A subscription whose selections gather during the core's work (`QueuedDeliveries`).
+/// A subscription as a round of the core's work sees it (`DeliveryRound`).
 @usableFromInline
-protocol GatheredDeliveries: AnyObject {
-    func sendGathered()
+protocol RoundDeliveries: AnyObject {
+    var nextInRound: (any RoundDeliveries)? { get set }
+    func endRound()
 }
 
-extension Subscription: GatheredDeliveries {}
+extension Subscription: RoundDeliveries {}
 
 /// A delivery running on a subscriber's own queue, which the subscriber may end from inside it.
 @usableFromInline

@@ -39,6 +39,24 @@ final class SubscriberTests: XCTestCase {
         XCTAssertEqual(core.state.count, 1)
     }
 
+    /// Events fired from another thread run in rounds, for which the core holds the subscribers it
+    /// notified: it lets go of them when the round ends.
+    func testASubscriberIsHeldNoLongerThanTheRoundThatNotifiedIt() {
+        let core = Core(state: Counter())
+        weak var gone: Recorder<Counter>?
+        do {
+            let recorder = Recorder<Counter>()
+            gone = recorder
+            core.add(subscriber: recorder)
+            for _ in 0..<1_000 { core.fire(event: Add()) }
+            core.drain()
+            XCTAssertEqual(recorder.versions, Array(0...1_000))
+        }
+        XCTAssertNil(gone, "the core kept its subscriber alive after the round")
+        for _ in 0..<10 { core.fire(event: Add()) }
+        XCTAssertEqual(core.state.count, 1_010)
+    }
+
     func testAnEventFiredRightAfterAddReachesTheSubscriber() {
         // The seed's issue #17, from many threads at once so the two calls race with others.
         let core = Core(state: Counter())
