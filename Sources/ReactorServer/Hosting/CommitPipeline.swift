@@ -32,6 +32,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         /// A snapshot is written after this many events since the last one, or this many journal bytes.
         var snapshotEvents = 100_000
         var snapshotBytes = 64 << 20
+        /// How long the next append to a journal of its own waits at most for the clients the last
+        /// one answered (`awaitFill`).
+        var groupFillMilliseconds: UInt64 = 1
     }
 
     private struct Entry {
@@ -95,6 +98,11 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         var snapshotting = false
         /// Called once nothing is pending or being appended (shutdown waits for it).
         var whenIdle: (() -> Void)?
+        /// After an append to a journal of its own: how many pending events the next append waits
+        /// for (those that arrived meanwhile, and as many as the append acknowledged, whose clients
+        /// are expected back), and for how many more turns of the loop (0 when it waits for none).
+        var fillTarget = 0
+        var fillTurnsLeft = 0
     }
     /// @exclusivity(unchecked): touched on the loop thread only, and the callbacks it holds are
     /// called on copies, never during a modification; a dynamic check on each access would cost
@@ -103,6 +111,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// The last append's failure, while no later append has succeeded.
     var failure: EventLogError? { progress.failure }
     private var handoverTimer: LoopTimer?
+    /// Ends a wait for the next group to fill (`Progress.fillTarget`) when the loop has nothing else to do.
+    private var fillTimer: LoopTimer?
     private var endOfIteration: PrepareWatcher?
     /// `hub` gets the published state now, and every state published after it.
     init(core: Core<StateType>, published: PublishedState<StateType>, log: (any EventLog)?, hub: SubscriptionHub<StateType>,
@@ -158,6 +168,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// the log is closed.
     func drain(_ done: @escaping () -> Void) {
         progress.whenIdle = done
+        progress.fillTarget = 0
         flush()
         signalIdleIfDrained()
     }
@@ -209,6 +220,14 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// Appends what the core applied since the last append, unless an append is still running.
     private func flush() {
         guard let log, !progress.appending, !progress.catchingUp, progress.awaitedHead == 0, !progress.pending.isEmpty else { return }
+        if progress.fillTarget > 0 {
+            if progress.pending.count < progress.fillTarget && progress.fillTurnsLeft > 0 {
+                progress.fillTurnsLeft -= 1
+                return
+            }
+            progress.fillTarget = 0
+            fillTimer?.stop()
+        }
         var batch = progress.pending
         progress.pending.removeAll(keepingCapacity: true)
         var records: [LogRecord] = []
@@ -234,6 +253,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             switch result {
             case .success:
                 commit(batch, bytes: records.reduce(0) { $0 + $1.payload.count })
+                if shared == nil { awaitFill(acknowledged: batch.count) }
             case .failure(let error) where error.isBehind:
                 // Not appended: applied again once what the others appended first is applied.
                 progress.pending.insert(contentsOf: batch, at: 0)
@@ -248,6 +268,28 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             signalIdleIfDrained()
         }
     }
+
+    /// Makes the next append wait a little for the clients just acknowledged: under load most of
+    /// them send their next event at once, and it joins the next group instead of the one after,
+    /// so one fsync carries nearly every connection's event rather than every other one's. The wait
+    /// ends when they are pending, after `fillTurns` turns of the loop, or after
+    /// `groupFillMilliseconds` (a millisecond), whichever comes first; a lone client is never
+    /// waited for, since its next event is the one the wait expects.
+    private func awaitFill(acknowledged: Int) {
+        progress.fillTarget = progress.pending.count + acknowledged
+        progress.fillTurnsLeft = Self.fillTurns
+        if fillTimer == nil {
+            fillTimer = LoopTimer(loop: loop) { [unowned self] in
+                progress.fillTarget = 0
+                flush()
+            }
+        }
+        fillTimer!.start(after: options.groupFillMilliseconds)
+    }
+
+    /// The turns of the loop the next append waits at most: the one that sends the acknowledgements,
+    /// and the one that reads what their clients send back.
+    static var fillTurns: Int { 3 }
 
     /// The event's JSON, for the journal; nil (logged) if it cannot be encoded, which the
     /// `JournalableEventInterceptor` keeps from happening to anything fired here.

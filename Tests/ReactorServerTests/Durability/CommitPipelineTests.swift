@@ -73,7 +73,8 @@ final class CommitPipelineTests: XCTestCase {
         loop.runAndWait(body)
     }
 
-    private func open(fsync: FsyncPolicy = .batch, segmentBytes: Int = 1 << 20, snapshotEvents: Int = 100_000) throws -> Harness {
+    private func open(fsync: FsyncPolicy = .batch, segmentBytes: Int = 1 << 20, snapshotEvents: Int = 100_000,
+                      groupFillMilliseconds: UInt64 = 1) throws -> Harness {
         let directory = DataDirectory(path: root) { [writeFault, syncFault] operation, _ in
             switch operation {
             case .write: writeFault.withLock { $0 }
@@ -92,7 +93,8 @@ final class CommitPipelineTests: XCTestCase {
                 let published = PublishedState(core: core, state: state, version: version, isJournaled: true)
                 let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { published.current.state }
                 let pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop,
-                                              options: .init(snapshotEvents: snapshotEvents), logger: logger)
+                                              options: .init(snapshotEvents: snapshotEvents, groupFillMilliseconds: groupFillMilliseconds),
+                                              logger: logger)
                 core.add(middleware: pipeline)
                 let harness = Harness(core: core, pipeline: pipeline, hub: hub, log: log)
                 let subscriber = Subscriber(harness)
@@ -194,6 +196,46 @@ final class CommitPipelineTests: XCTestCase {
         close(harness)
         let reopened = try open()
         XCTAssertEqual(published(reopened).n, 25)
+        close(reopened)
+    }
+
+    /// After an append answers its clients, the next one waits for as many events as it answered
+    /// (under load, those clients send their next at once) for a few turns of the loop: events
+    /// fired over two turns go in one group, not two. A wait that nothing fills ends at its cap.
+    func testTheNextGroupWaitsForTheClientsJustAnswered() throws {
+        let harness = try open(groupFillMilliseconds: 10_000)
+        XCTAssertEqual(fire(harness, count: 10), (1...10).map { .version($0) })
+        let (answers, appends): ([Answer], UInt64) = onLoop { [loop] finish in
+            let appendsBefore = harness.log.statistics.appendSeconds.count
+            let answers = Locked<[Answer]>([])
+            @Sendable func fire(_ count: Int) {
+                for _ in 0..<count {
+                    harness.core.fire(event: Self.increment, origin: nil) { result in
+                        guard case .success(let version) = result else { return XCTFail("the increment applies") }
+                        harness.pipeline.whenPublished(version) { outcome in
+                            let all = answers.withLock { answers in
+                                answers.append(try! .version(outcome.get()))
+                                return answers
+                            }
+                            if all.count == 10 { finish((all, harness.log.statistics.appendSeconds.count - appendsBefore)) }
+                        }
+                    }
+                }
+            }
+            // Four events in this turn, six in the next.
+            fire(4)
+            loop!.enqueue { fire(6) }
+        }
+        XCTAssertEqual(answers, (11...20).map { .version($0) })
+        XCTAssertEqual(appends, 1, "the events of both turns went in one group")
+
+        close(harness)
+
+        // Ten answered, one comes back, and the loop has nothing else to do: the wait for the
+        // other nine ends at its cap (a millisecond by default).
+        let reopened = try open()
+        XCTAssertEqual(fire(reopened, count: 10), (21...30).map { .version($0) })
+        XCTAssertEqual(fire(reopened, count: 1), [.version(31)])
         close(reopened)
     }
 
