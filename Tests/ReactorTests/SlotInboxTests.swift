@@ -4,24 +4,18 @@ import Synchronization
 import XCTest
 
 final class SlotInboxTests: XCTestCase {
+    static func contract(_ inbox: SlotInbox<Int>) -> InboxContract {
+        InboxContract(push: { inbox.push($0) }, takeAll: { body in inbox.takeAll { body($0) } }, endTaking: { inbox.endTaking() },
+                      isEmpty: { inbox.isEmpty })
+    }
+
     func testOnlyAPushThatFindsTheInboxIdleAsksForAWakeUp() {
-        let inbox = SlotInbox<Int>()
-        XCTAssertTrue(inbox.isEmpty)
-        XCTAssertTrue(inbox.push(1), "the first push finds it idle")
-        XCTAssertFalse(inbox.push(2), "the consumer is already owed a turn")
-        XCTAssertFalse(inbox.isEmpty)
-        var taken: [Int] = []
-        inbox.takeAll { taken.append($0) }
-        XCTAssertEqual(taken, [1, 2])
-        XCTAssertTrue(inbox.isEmpty)
-        XCTAssertFalse(inbox.push(3), "while the consumer takes, pushes wake nobody")
-        XCTAssertFalse(inbox.endTaking(), "something came meanwhile: take it")
-        inbox.takeAll { taken.append($0) }
-        XCTAssertTrue(inbox.endTaking())
-        XCTAssertEqual(taken, [1, 2, 3])
-        XCTAssertTrue(inbox.push(4), "idle again")
-        inbox.takeUntilIdle { taken.append($0) }
-        XCTAssertEqual(taken, [1, 2, 3, 4])
+        Self.contract(SlotInbox<Int>()).checkWakeUps()
+    }
+
+    /// Enough values to cross many blocks of slots while the consumer takes.
+    func testManyProducersOneConsumerLoseNothingAndKeepEachProducersOrder() {
+        Self.contract(SlotInbox<Int>()).checkManyProducers(perProducer: 50_000)
     }
 
     /// Across many blocks (63 slots each), with the consumer taking at every possible distance
@@ -83,48 +77,5 @@ final class SlotInboxTests: XCTestCase {
             for _ in 0..<100 { _ = inbox.push(Probe { released.count.add(1, ordering: .relaxed) }) }
         }
         XCTAssertEqual(released.count.load(ordering: .relaxed), 250, "the inbox released what it still held")
-    }
-
-    /// Four producers and one consumer woken only by the pushes that found the inbox idle: every
-    /// value arrives once, each producer's in the order it pushed them.
-    func testManyProducersOneConsumerLoseNothingAndKeepEachProducersOrder() {
-        let producers = 4
-        let perProducer = 50_000
-        let inbox = SlotInbox<Int>()
-        let wakeups = DispatchSemaphore(value: 0)
-        let consumed = DispatchSemaphore(value: 0)
-        let wakeupsAsked = Atomic<Int>(0)
-        final class Tally: @unchecked Sendable {
-            // @unchecked Sendable: touched by the consumer thread only, read after it finished.
-            var next: [Int]
-            var turns = 0
-            init(producers: Int) { next = Array(repeating: 0, count: producers) }
-        }
-        let tally = Tally(producers: producers)
-        let consumer = Thread {
-            var received = 0
-            while received < producers * perProducer {
-                wakeups.wait()
-                tally.turns += 1
-                inbox.takeUntilIdle { value in
-                    let producer = value / perProducer
-                    XCTAssertEqual(value % perProducer, tally.next[producer], "producer \(producer) out of order")
-                    tally.next[producer] += 1
-                    received += 1
-                }
-            }
-            consumed.signal()
-        }
-        consumer.start()
-        DispatchQueue.concurrentPerform(iterations: producers) { producer in
-            for index in 0..<perProducer where inbox.push(producer * perProducer + index) {
-                wakeupsAsked.add(1, ordering: .relaxed)
-                wakeups.signal()
-            }
-        }
-        XCTAssertEqual(consumed.wait(timeout: .now() + 60), .success)
-        XCTAssertEqual(tally.next, Array(repeating: perProducer, count: producers))
-        XCTAssertTrue(inbox.isEmpty)
-        XCTAssertEqual(tally.turns, wakeupsAsked.load(ordering: .relaxed), "one turn per wake-up asked, none lost")
     }
 }
