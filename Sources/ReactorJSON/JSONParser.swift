@@ -377,6 +377,7 @@ struct JSONByteReader {
         }
         let digitsEnd = position
         var isInteger = true
+        var fractionEnd = digitsEnd
         if position < count, base[position] == ASCII.dot {
             isInteger = false
             position += 1
@@ -384,10 +385,13 @@ struct JSONByteReader {
                 throw expected("a digit after the decimal point")
             }
             while position < count, isDigit(base[position]) { position += 1 }
+            fractionEnd = position
         }
+        var exponentStart = position
         if position < count, base[position] == ASCII.lowerE || base[position] == ASCII.upperE {
             isInteger = false
             position += 1
+            exponentStart = position
             if position < count, base[position] == ASCII.plus || base[position] == ASCII.minus {
                 position += 1
             }
@@ -410,6 +414,10 @@ struct JSONByteReader {
                 let digits = position - start <= 40 ? "the integer " + text(from: start) : "an integer of \(digitsEnd - digitsStart) digits"
                 throw error(.integerOutOfRange, "\(digits) does not fit 64 bits (integers are kept exact from -9223372036854775808 to 9223372036854775807); send it as a string, or with a fraction or exponent for a double", at: start)
             }
+        }
+        if !isInteger, let value = exactDouble(digitsStart: digitsStart, digitsEnd: digitsEnd, fractionEnd: fractionEnd,
+                                               exponentStart: exponentStart, negative: negative) {
+            return .number(value)
         }
         let literal = text(from: start)
         guard let value = Double(literal), value.isFinite else {
@@ -445,6 +453,42 @@ struct JSONByteReader {
         }
         return value
     }
+
+    /// The double a decimal literal stands for, when it can be computed exactly without `strtod`:
+    /// a significand of at most 15 digits (below 2^53, so exact as a double) and a power of ten of
+    /// at most 22 (exact as well), joined by one multiplication or division, which rounds once,
+    /// correctly (Clinger's fast path). Nil otherwise, for the general conversion.
+    func exactDouble(digitsStart: Int, digitsEnd: Int, fractionEnd: Int, exponentStart: Int, negative: Bool) -> Double? {
+        let fractionDigits = fractionEnd > digitsEnd ? fractionEnd - digitsEnd - 1 : 0
+        guard digitsEnd - digitsStart + fractionDigits <= 15 else { return nil }
+        var significand: UInt64 = 0
+        for index in digitsStart..<digitsEnd { significand = significand &* 10 &+ UInt64(base[index] &- ASCII.zero) }
+        if fractionDigits > 0 {
+            for index in (digitsEnd + 1)..<fractionEnd { significand = significand &* 10 &+ UInt64(base[index] &- ASCII.zero) }
+        }
+        var exponent = -fractionDigits
+        if exponentStart < position {
+            var index = exponentStart
+            let negativeExponent = base[index] == ASCII.minus
+            if base[index] == ASCII.minus || base[index] == ASCII.plus { index += 1 }
+            guard position - index <= 3 else { return nil }
+            var written = 0
+            while index < position {
+                written = written * 10 + Int(base[index] &- ASCII.zero)
+                index += 1
+            }
+            exponent += negativeExponent ? -written : written
+        }
+        guard exponent >= -22 && exponent <= 22 else { return nil }
+        let magnitude = exponent < 0 ? Double(significand) / Self.powersOfTen[-exponent] : Double(significand) * Self.powersOfTen[exponent]
+        return negative ? -magnitude : magnitude
+    }
+
+    /// 10^0 through 10^22, every one exact as a double.
+    static let powersOfTen: [Double] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ]
 
     @inline(__always)
     func isDigit(_ byte: UInt8) -> Bool {

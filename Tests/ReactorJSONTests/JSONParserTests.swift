@@ -96,6 +96,32 @@ final class JSONParserTests: XCTestCase {
 
     // MARK: Numbers
 
+    /// Decimals read without `strtod` where that is exact (at most 15 significant digits, a power
+    /// of ten up to 22) give the very double `strtod` gives, bit for bit; the rest go through it.
+    func testDecimalsGiveTheSameDoubleAsTheGeneralConversion() throws {
+        var random = SystemRandomNumberGenerator()
+        func digits(_ count: Int) -> String {
+            String((0..<count).map { _ in Character(String(Int.random(in: 0...9, using: &random))) })
+        }
+        var literals = ["0.0", "-0.0", "0.1", "0.2", "0.3", "1.5", "-2.25", "123456789012345.6", "1.7976931348623157e308",
+                        "4.9e-324", "2.2250738585072014e-308", "1e22", "1e23", "1.0e-22", "9007199254740993.0", "0.000001",
+                        "123.456e-5", "5E+2", "5e-0", "1.000000000000001", "0.1e0000001"]
+        for _ in 0..<20_000 {
+            let whole = Int.random(in: 1...12, using: &random)
+            let fraction = Int.random(in: 0...(18 - whole), using: &random)
+            var literal = (Bool.random(using: &random) ? "-" : "") + String(Int.random(in: 1...9, using: &random)) + digits(whole - 1)
+            if fraction > 0 { literal += "." + digits(fraction) }
+            if fraction == 0 || Bool.random(using: &random) { literal += "e" + String(Int.random(in: -30...30, using: &random)) }
+            literals.append(literal)
+        }
+        for literal in literals {
+            let parsed = try JSON(parsing: literal)
+            let expected = try XCTUnwrap(Double(literal))
+            guard case .number(let value) = parsed else { return XCTFail("\(literal) parsed as \(parsed)") }
+            XCTAssertEqual(value.bitPattern, expected.bitPattern, "\(literal): \(value) against \(expected)")
+        }
+    }
+
     func testIntegersThatFitInt64AreExact() throws {
         XCTAssertEqual(try JSON(parsing: "0"), .integer(0))
         XCTAssertEqual(try JSON(parsing: "-1"), .integer(-1))
