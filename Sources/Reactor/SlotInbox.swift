@@ -118,6 +118,28 @@ final class SlotInbox<Element: Sendable>: @unchecked Sendable {
     /// caller must then wake the consumer.
     @inlinable
     func push(_ element: consuming Element) -> Bool {
+        let slot = claim()
+        write(element, into: slot)
+        return slot.wasIdle
+    }
+
+    /// A slot claimed by a producer, to be written by it (`write`), and whether the inbox was idle.
+    @usableFromInline
+    struct Claim {
+        @usableFromInline let block: UnsafeMutableRawPointer
+        @usableFromInline let offset: Int
+        @usableFromInline let wasIdle: Bool
+        @inlinable init(block: UnsafeMutableRawPointer, offset: Int, wasIdle: Bool) {
+            self.block = block
+            self.offset = offset
+            self.wasIdle = wasIdle
+        }
+    }
+
+    /// Takes the next position: from here on the consumer waits for this slot before any later one.
+    /// The producer that takes a block's last slot links the next block in before it returns.
+    @inlinable
+    func claim() -> Claim {
         var spare: UnsafeMutableRawPointer?
         var attempts = 0
         while true {
@@ -135,32 +157,40 @@ final class SlotInbox<Element: Sendable>: @unchecked Sendable {
             let (exchanged, _) = tail.compareExchange(
                 expected: claimed, desired: (position + 1) << 1, successOrdering: .acquiringAndReleasing, failureOrdering: .relaxed)
             guard exchanged else { continue }
-            let target = Block(block)
             if isLastSlot, let next = spare {
                 spare = nil
                 tailBlock.store(next, ordering: .releasing)
-                target.next.pointee.store(next, ordering: .releasing)
+                Block(block).next.pointee.store(next, ordering: .releasing)
                 // Past this block's last position: producers go on in the next block.
                 tail.add(2, ordering: .releasing)
             }
-            target.slot(offset).initialize(to: element)
-            target.filled(offset).pointee.store(true, ordering: .releasing)
             if let spare { giveBack(spare) }
-            return claimed & 1 == 1
+            return Claim(block: block, offset: offset, wasIdle: claimed & 1 == 1)
         }
     }
 
-    /// Hands every element pushed and written so far to `body`, oldest first, stopping at the first
-    /// slot claimed and not yet written; pushes after the call began wait for the next call, so that
-    /// a `body` that takes from the inbox itself (re-entrantly) keeps the order. On the consumer only;
-    /// a consumer woken by a push, or one that took, owes an `endTaking`.
+    /// Writes the claimed slot and publishes it to the consumer.
+    @inlinable
+    func write(_ element: consuming Element, into slot: Claim) {
+        let block = Block(slot.block)
+        block.slot(slot.offset).initialize(to: element)
+        block.filled(slot.offset).pointee.store(true, ordering: .releasing)
+    }
+
+    /// Hands every element pushed before the call to `body`, oldest first (a slot claimed and not
+    /// yet written is waited for: its producer is between its claim and its write); pushes after
+    /// the call began wait for the next call. So a `body` that takes from the inbox itself
+    /// (re-entrantly, as the core does when a job fires on its executor) takes everything the outer
+    /// call would have handed over after it, in order, and the outer call ends. On the consumer
+    /// only; a consumer woken by a push, or one that took, owes an `endTaking`.
     @inlinable
     func takeAll(_ body: (consuming Element) -> Void) {
         let end = tail.load(ordering: .acquiring) >> 1
         while headPosition < end {
             let block = Block(headBlock)
             let offset = headPosition % Self.positionsPerBlock
-            guard block.filled(offset).pointee.load(ordering: .acquiring) else { return }
+            var attempts = 0
+            while !block.filled(offset).pointee.load(ordering: .acquiring) { attempts = Self.backOff(attempts) }
             let element = block.slot(offset).move()
             block.filled(offset).pointee.store(false, ordering: .relaxed)
             headPosition += 1
@@ -170,20 +200,12 @@ final class SlotInbox<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Makes the inbox idle if everything claimed was taken, and returns true; returns false, still
-    /// taking, when something was claimed meanwhile: take it (after a pause, if it is still being
-    /// written).
+    /// taking, when something was claimed meanwhile: take it.
     @inlinable
     func endTaking() -> Bool {
         let claimed = tail.load(ordering: .acquiring)
-        if claimed >> 1 == headPosition,
-           tail.compareExchange(expected: claimed, desired: claimed | 1, successOrdering: .acquiringAndReleasing, failureOrdering: .relaxed).exchanged {
-            return true
-        }
-        // Claimed, maybe not yet written: its producer is between its claim and its write.
-        let filled = Block(headBlock).filled(headPosition % Self.positionsPerBlock)
-        var attempts = 0
-        while !filled.pointee.load(ordering: .acquiring) { attempts = Self.backOff(attempts) }
-        return false
+        return claimed >> 1 == headPosition
+            && tail.compareExchange(expected: claimed, desired: claimed | 1, successOrdering: .acquiringAndReleasing, failureOrdering: .relaxed).exchanged
     }
 
     /// The consumer's turn, when woken: hands everything pushed to `body`, batch after batch, oldest

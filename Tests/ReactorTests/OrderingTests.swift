@@ -32,6 +32,36 @@ final class OrderingTests: XCTestCase {
         XCTAssertEqual(recorder.values.map(\.count), Array(0...2_000))
     }
 
+    /// Threads firing while jobs fire on the executor too (a middleware firing after every seventh
+    /// event takes what the other threads pushed before it, from inside the job taking them): each
+    /// thread's events apply in the order it fired them, and nothing is lost or applied twice.
+    func testEventsFromManyThreadsKeepEachThreadsOrderWhileTheExecutorFiresToo() {
+        let producers = 4
+        let perProducer = 5_000
+        let coreBox = Box<Core<Counter>?>(nil)
+        let middleware = RecordingMiddleware { event, _ in
+            if let add = event as? Add, add.amount > 0, add.amount % 7 == 0 { coreBox.value?.fire(event: Add(amount: -1)) }
+        }
+        let core = Core(state: Counter(), middlewares: [middleware])
+        coreBox.mutate { $0 = core }
+        DispatchQueue.concurrentPerform(iterations: producers) { producer in
+            for sequence in 1...perProducer { core.fire(event: Add(amount: producer * 1_000_000 + sequence)) }
+        }
+        core.drain()
+        let log = core.state.log
+        var next = Array(repeating: 1, count: producers)
+        var markers = 0
+        for amount in log {
+            if amount == -1 { markers += 1; continue }
+            let producer = amount / 1_000_000
+            XCTAssertEqual(amount % 1_000_000, next[producer], "producer \(producer) out of order")
+            next[producer] = amount % 1_000_000 + 1
+        }
+        XCTAssertEqual(next, Array(repeating: perProducer + 1, count: producers))
+        XCTAssertEqual(markers, log.filter { $0 > 0 && $0 % 7 == 0 }.count)
+        coreBox.mutate { $0 = nil }
+    }
+
     func testAFireFromInsideASubscriberRunsAfterEverySubscriberSawTheCurrentState() {
         let core = Core(state: Counter())
         let depth = Box(0)

@@ -54,6 +54,30 @@ final class SlotInboxTests: XCTestCase {
         XCTAssertEqual(order, Array(0..<110))
     }
 
+    /// A take inside a take while a slot is claimed and not yet written: the inner take waits for
+    /// it and takes everything pushed before it began, so the outer one, which began earlier, has
+    /// nothing left to hand over out of order.
+    func testATakeInsideATakeWaitsForASlotBeingWritten() {
+        let inbox = SlotInbox<Int>()
+        _ = inbox.push(1)
+        _ = inbox.push(2)
+        let slot = inbox.claim()
+        _ = inbox.push(4)
+        // @unchecked Sendable: the claim is written once, by the thread below.
+        struct Pending: @unchecked Sendable { let inbox: SlotInbox<Int>; let slot: SlotInbox<Int>.Claim }
+        let pending = Pending(inbox: inbox, slot: slot)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { pending.inbox.write(3, into: pending.slot) }
+        var outer: [Int] = []
+        var inner: [Int] = []
+        inbox.takeAll { value in
+            outer.append(value)
+            if value == 1 { inbox.takeAll { inner.append($0) } }
+        }
+        XCTAssertEqual(outer, [1])
+        XCTAssertEqual(inner, [2, 3, 4])
+        XCTAssertTrue(inbox.endTaking())
+    }
+
     /// Values left in the inbox when it goes away are released with it.
     func testValuesNotTakenAreReleasedWithTheInbox() {
         final class Counter: Sendable {
