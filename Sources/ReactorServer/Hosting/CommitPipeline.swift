@@ -287,8 +287,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         fillTimer!.start(after: options.groupFillMilliseconds)
     }
 
-    /// The turns of the loop the next append waits at most: the one that sends the acknowledgements,
-    /// and the one that reads what their clients send back.
+    /// How many times the next append is put off at most: at the append's answer, and at the end of
+    /// the loop's next two turns (the acknowledgements go out in the first, what their clients send
+    /// back is read in the second).
     static var fillTurns: Int { 3 }
 
     /// The event's JSON, for the journal; nil (logged) if it cannot be encoded, which the
