@@ -22,6 +22,11 @@ import Synchronization
 /// producer links it before it fills its slot, so the consumer finds the next block ready whenever
 /// it has read a block's last slot.
 ///
+/// The consumer takes slots in the order they were claimed, so it waits (spinning, then yielding
+/// the CPU) for a slot claimed and not yet written. Its producer is then a few instructions from
+/// writing it; one descheduled right there holds the consumer up until it runs again, the price of
+/// claiming a slot without allocating a node.
+///
 /// The library's one use of raw memory shared between threads besides `AtomicInbox`, kept here: a
 /// slot is written by the producer that claimed it, then published by its flag (releasing), and
 /// read and moved out by the consumer only after it saw the flag (acquiring); a block is freed or
