@@ -213,13 +213,6 @@ final class SlotInbox<Element: Sendable>: @unchecked Sendable {
             && tail.compareExchange(expected: claimed, desired: claimed | 1, successOrdering: .acquiringAndReleasing, failureOrdering: .relaxed).exchanged
     }
 
-    /// The consumer's turn, when woken: hands everything pushed to `body`, batch after batch, oldest
-    /// first, until none is left and the inbox is idle.
-    @inlinable
-    func takeUntilIdle(_ body: (consuming Element) -> Void) {
-        repeat { takeAll(body) } while !endTaking()
-    }
-
     /// Steps from a block whose every slot was read to the next, which its last slot's producer
     /// linked before writing that slot, and keeps the old one as the spare.
     @usableFromInline

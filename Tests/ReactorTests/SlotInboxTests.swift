@@ -29,7 +29,7 @@ final class SlotInboxTests: XCTestCase {
                 _ = inbox.push(next)
                 next += 1
             }
-            inbox.takeUntilIdle { taken.append($0) }
+            Self.contract(inbox).takeUntilIdle { taken.append($0) }
             XCTAssertTrue(inbox.isEmpty)
         }
         XCTAssertEqual(taken, Array(0..<next))
@@ -50,7 +50,7 @@ final class SlotInboxTests: XCTestCase {
             }
         }
         order += deferred
-        inbox.takeUntilIdle { order.append($0) }
+        Self.contract(inbox).takeUntilIdle { order.append($0) }
         XCTAssertEqual(order, Array(0..<110))
     }
 
