@@ -8,14 +8,13 @@ struct JobQueue<Element> {
 
     @inlinable var isEmpty: Bool { head == storage.count }
 
-    @inlinable mutating func append(_ element: Element) {
+    @inlinable mutating func append(_ element: consuming Element) {
         storage.append(element)
     }
 
     @inlinable mutating func popFirst() -> Element? {
         guard head < storage.count else { return nil }
-        let element = storage[head]
-        storage[head] = nil
+        let element = storage[head].take()
         head += 1
         if head == storage.count {
             // Drained: keep the capacity, drop the consumed slots.

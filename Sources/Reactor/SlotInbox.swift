@@ -200,7 +200,7 @@ final class SlotInbox<Element: Sendable>: @unchecked Sendable {
             block.filled(offset).pointee.store(false, ordering: .relaxed)
             headPosition += 1
             if offset == Self.slotsPerBlock - 1 { leaveBlock() }
-            body(element)
+            body(consume element)
         }
     }
 
