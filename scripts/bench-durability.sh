@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # What the journal costs, and how long recovery takes; see docs/performance.md.
 #
-# 1. POST /events requests/s on five servers side by side: reactord with --fsync batch (the
-#    default with a data directory), --fsync always, --fsync never, without a data directory, and
-#    nginx answering 200 (the ceiling of an HTTP server on this machine). Two workloads: the
-#    increment (Benchmarks/http/post-events.lua) and the realistic set of a ~300-byte object at one
-#    of 64 keys (Benchmarks/http/post-set.lua). Runs alternate (batch, always, never, memory, nginx,
-#    batch, ...) so a noisy moment hits all alike; the table gives the medians, their ratios to the
-#    server without a journal and to nginx, and for --fsync batch the events per fsync (one group
-#    commit each; --fsync always syncs every event).
+# 1. POST /events requests/s on six servers side by side: reactord as README's command runs it (a
+#    data directory and nothing else: --fsync batch, and a line logged for each request and event),
+#    then, with --log-level warning, --fsync batch, --fsync always, --fsync never and no data
+#    directory, and nginx answering 200 (the ceiling of an HTTP server on this machine). Two
+#    workloads: the increment (Benchmarks/http/post-events.lua) and the realistic set of a ~300-byte
+#    object at one of 64 keys (Benchmarks/http/post-set.lua). Runs alternate (default, batch,
+#    always, never, memory, nginx, default, ...) so a noisy moment hits all alike; the table gives
+#    the medians, their ratios to the server without a journal and to nginx, and for --fsync batch
+#    the events per fsync (one group commit each; --fsync always syncs every event).
 # 2. Start-up time on a journal of EVENTS events (made with reactord import), then on the same
 #    state after reactord compact (one snapshot, no journal); medians of RECOVERY_RUNS.
 #
@@ -17,7 +18,7 @@
 #   WORKLOADS="increment set"        which workloads part 1 runs
 #   EVENTS=1000000 RECOVERY_RUNS=3   the recovery part (EVENTS=0 skips it)
 #   PIN=1 BUILD=1                    as in bench-http.sh
-#   PORT=18090                       ports PORT to PORT+4 on 127.0.0.1
+#   PORT=18090                       ports PORT to PORT+5 on 127.0.0.1
 # Defaults take about 7 minutes with the build up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,16 +75,19 @@ wait_for() { # name pid port
     echo "bench-durability: $1 did not answer within 30 s" >&2; exit 1
 }
 
-names=(batch always never memory nginx)
+names=(default batch always never memory nginx)
 declare -A ports args
 ports[batch]=$PORT; ports[always]=$((PORT + 1)); ports[never]=$((PORT + 2)); ports[memory]=$((PORT + 3)); ports[nginx]=$((PORT + 4))
-args[batch]="--data-dir $tmp/batch --fsync batch"
-args[always]="--data-dir $tmp/always --fsync always"
-args[never]="--data-dir $tmp/never --fsync never"
-args[memory]=""
-for name in batch always never memory; do
+ports[default]=$((PORT + 5))
+# `default` logs every request and event, to a file here (a terminal would cost more).
+args[default]="--data-dir $tmp/default"
+args[batch]="--log-level warning --data-dir $tmp/batch --fsync batch"
+args[always]="--log-level warning --data-dir $tmp/always --fsync always"
+args[never]="--log-level warning --data-dir $tmp/never --fsync never"
+args[memory]="--log-level warning"
+for name in default batch always never memory; do
     # shellcheck disable=SC2086
-    "${cpu_server[@]}" "$REACTORD" --port "${ports[$name]}" --log-level warning ${args[$name]} >"$tmp/$name.log" 2>&1 &
+    "${cpu_server[@]}" "$REACTORD" --port "${ports[$name]}" ${args[$name]} >"$tmp/$name.log" 2>&1 &
     pids+=($!)
     wait_for "$name" "$!" "${ports[$name]}"
 done
@@ -124,12 +128,12 @@ for workload in $WORKLOADS; do
     for run in $(seq "$RUNS"); do
         for name in "${names[@]}"; do
             appends=0
-            [ "$name" = batch ] && appends=$(metric batch reactor_journal_append_seconds_count)
+            case $name in batch|default) appends=$(metric "$name" reactor_journal_append_seconds_count) ;; esac
             read -r rps non2xx <<<"$(run_wrk "${ports[$name]}" "$DURATION" "$script")"
             [ -n "$rps" ] || { echo "bench-durability: wrk printed nothing; see $tmp/wrk.log" >&2; cat "$tmp/wrk.log" >&2; exit 1; }
             per_fsync=""
             case $name in
-                batch) per_fsync=$(awk -v r="$rps" -v d="$DURATION" -v a="$(( $(metric batch reactor_journal_append_seconds_count) - appends ))" \
+                batch|default) per_fsync=$(awk -v r="$rps" -v d="$DURATION" -v a="$(( $(metric "$name" reactor_journal_append_seconds_count) - appends ))" \
                     'BEGIN { sub("s", "", d); if (a > 0) printf "%.1f", r * d / a; else print "n/a" }') ;;
                 always) per_fsync=1 ;;
             esac

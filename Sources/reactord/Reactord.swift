@@ -204,6 +204,10 @@ struct Serve: ParsableCommand {
         }
         var logger = Logger(label: "reactord")
         logger.logLevel = level
+        // The lines of each request and event go to standard error as the handler above would write
+        // them, but formatted by the server and written once per turn of its loop.
+        var configuration = configuration
+        configuration.routineLogLines = .standardError
         if !unknownKeys.isEmpty {
             logger.warning("unknown keys in the config file are ignored", metadata: ["keys": "\(unknownKeys.joined(separator: ", "))"])
         }

@@ -127,6 +127,21 @@ def test_log_names_the_token_and_never_its_secret(reactord):
     assert re.search(r"tokens=dashboard,other", log), log
 
 
+def test_lines_logged_just_before_a_stop_are_written(reactord):
+    # Request and event lines are held to the end of the loop's turn: a stop right after must still
+    # write them, in order (a path is logged as it was sent, percent-encoded).
+    server = reactord()
+    for n in range(1, 21):
+        post_events(server, {"type": "increment", "path": "/n"})
+    request(server, "GET", "/state%0Aforged")
+    assert server.stop() == 0
+    log = server.log()
+    lines = server.request_lines()
+    assert [fields(line)["path"] for line in lines] == ["/events"] * 20 + [r"/state%0Aforged"], log
+    versions = [int(v) for v in re.findall(r"type=increment version=(\d+) \[ReactorServer\] event$", log, re.M)]
+    assert versions == list(range(1, 21)), log
+
+
 def test_log_level_notice_leaves_requests_out(reactord):
     server = reactord("--log-level", "notice")
     post_events(server, {"type": "increment", "path": "/n"})

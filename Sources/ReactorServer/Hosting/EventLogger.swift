@@ -8,12 +8,15 @@ import Reactor
 /// references to retain wherever it is copied, as `SpecializedMiddleware` captures it.
 final class EventLogger<StateType: HostedState>: Middleware, @unchecked Sendable {
     private let logger: Logger
+    /// Writes the line instead of the logger (`RoutineLogLines.standardError`).
+    private let lines: LogLineWriter?
     private let metrics: ServerMetrics
     /// Asked once: reading a logger's level goes through its handler, for every event.
     private let logsEvents: Bool
 
-    init(logger: Logger, metrics: ServerMetrics) {
+    init(logger: Logger, lines: LogLineWriter? = nil, metrics: ServerMetrics) {
         self.logger = logger
+        self.lines = lines
         self.metrics = metrics
         logsEvents = logger.logLevel <= .info
     }
@@ -24,6 +27,12 @@ final class EventLogger<StateType: HostedState>: Middleware, @unchecked Sendable
         let type = StateType.eventType(of: event) ?? "\(Swift.type(of: event))"
         metrics.recordEvent(type: type)
         guard logsEvents else { return }
+        if let lines {
+            return lines.write(.info, source: "ReactorServer", message: "event") { line in
+                line.add("type", type)
+                line.add("version", version)
+            }
+        }
         logger.info("event", metadata: ["type": "\(type)", "version": "\(version)"])
     }
 }

@@ -36,6 +36,8 @@ public final class StateServer<StateType: HostedState> {
         logger: Logger
     ) {
         core = Core(state: state, version: version, middlewares: middlewares, executor: loop)
+        let lines = configuration.routineLogLines == .standardError
+            ? LogLineWriter(output: loop.standardErrorLog, label: logger.label) : nil
         if !configuration.tokens.isEmpty {
             core.add(interceptor: SpecializedInterceptor(EventPermissionInterceptor<StateType>()))
             core.add(interceptor: SpecializedInterceptor(EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics)))
@@ -48,7 +50,7 @@ public final class StateServer<StateType: HostedState> {
                                   options: .init(snapshotEvents: storage.snapshotEvents, snapshotBytes: storage.snapshotBytes),
                                   metrics: metrics, logger: logger)
         // After the operator's middleware: the pipeline publishes what they have seen.
-        core.add(middleware: SpecializedMiddleware(EventLogger<StateType>(logger: logger, metrics: metrics), then: pipeline))
+        core.add(middleware: SpecializedMiddleware(EventLogger<StateType>(logger: logger, lines: lines, metrics: metrics), then: pipeline))
         history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)
         let path = EventPath(core: core, pipeline: pipeline, loop: loop)
         events = EventService(path: path, loop: loop, configuration: configuration)
@@ -67,7 +69,7 @@ public final class StateServer<StateType: HostedState> {
         // Each built-in stage only where it has something to do: one that would only call `next`
         // still costs every request a call and a closure.
         var chain: [any HTTPMiddleware] = []
-        if RequestLogger.logsRequests(logger) { chain.append(RequestLogger(logger: logger)) }
+        if RequestLogger.logsRequests(logger) { chain.append(RequestLogger(logger: logger, lines: lines)) }
         if !configuration.corsOrigins.isEmpty { chain.append(CORSMiddleware(origins: Set(configuration.corsOrigins))) }
         if !configuration.tokens.isEmpty { chain.append(AuthMiddleware(tokens: configuration.tokens)) }
         http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, metrics: metrics, tls: tls, logger: logger)

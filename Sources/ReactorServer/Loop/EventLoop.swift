@@ -22,6 +22,8 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// What connections write during a turn, sent just before the loop waits again.
     let writeBatch: WriteBatch
+    /// Lines logged to standard error on this loop, written at the end of each turn.
+    let standardErrorLog: LogOutput
     /// Where TLS connections decrypt what they read, and where their ciphertext passes on its way to
     /// the socket: one of each for the loop, as with `readBuffer`.
     let tlsPlaintextBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
@@ -41,6 +43,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         try UVError.check(uv_loop_init(loop), "uv_loop_init")
         // The loop's first prepare handle, so the last to run in each turn (see WriteBatch).
         writeBatch = WriteBatch(loop: loop)
+        standardErrorLog = LogOutput(descriptor: STDERR_FILENO, batch: writeBatch)
         try UVError.check(uv_async_init(loop, wakeup.pointer) { handle in
             LoopHandle.owner(of: handle, as: EventLoop.self).runInbox()
         }, "uv_async_init")
@@ -93,6 +96,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
         uv_run(loop, UV_RUN_DEFAULT)
         runInbox()
         writeBatch.flush()
+        standardErrorLog.write()
         uv_walk(loop, { handle, _ in
             if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
         }, nil)

@@ -2,14 +2,17 @@ import Logging
 
 /// Logs one structured line per request (method, path, status, bytes, microseconds, request id, and
 /// the token's name, never its secret) when the level is info or finer. (The server counts every
-/// answer for `/metrics` itself, logged or not.)
+/// answer for `/metrics` itself, logged or not.) With `lines`, the line is written by it rather
+/// than through the logger (`RoutineLogLines.standardError`).
 struct RequestLogger: HTTPMiddleware {
     let logger: Logger
+    let lines: LogLineWriter?
     /// Asked once: reading a logger's level goes through its handler, for every request.
     private let logsRequests: Bool
 
-    init(logger: Logger) {
+    init(logger: Logger, lines: LogLineWriter? = nil) {
         self.logger = logger
+        self.lines = lines
         logsRequests = Self.logsRequests(logger)
     }
 
@@ -19,6 +22,21 @@ struct RequestLogger: HTTPMiddleware {
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void) {
         // Not logging: nothing to wrap, so no closure to allocate.
         guard logsRequests else { return next(request, context, respond) }
+        if let lines {
+            return next(request, context) { response in
+                let microseconds = (MonotonicClock.nanoseconds() - context.receivedAt) / 1000
+                lines.write(.info, source: "ReactorServer", message: "request") { line in
+                    line.add("bytes", response.body.count)
+                    line.add("method", request.method.name)
+                    line.add("path", request.path)
+                    line.add("request-id", context.id)
+                    line.add("status", response.status.code)
+                    line.add("token", context.principal?.name ?? "-")
+                    line.add("us", microseconds)
+                }
+                respond(response)
+            }
+        }
         next(request, context) { [logger] response in
             let nanoseconds = MonotonicClock.nanoseconds() - context.receivedAt
             // Building the metadata costs more than the rest of a small request: only when read.

@@ -50,6 +50,8 @@ public struct ServerConfiguration: Sendable {
     /// Messages shorter than this go out plain where they would be compressed on their own (a
     /// selection's shared stream compresses every push: there they shrink to a few bytes).
     public var compressionMinBytes = 256
+    /// Where the line logged for each request and each event goes (see `RoutineLogLines`).
+    public var routineLogLines = RoutineLogLines.logger
 
     public init() {}
 }
