@@ -210,13 +210,12 @@ extension JSON {
 
     // Containers are mutated through `withMembers` and `withElements` so
     // that the payload is uniquely referenced: it is moved out of `self`
-    // (which is left `.null`) before anything else happens, and put back on
-    // every exit. Two patterns defeat this and silently turn every change
-    // into a full copy of the container, so they are avoided here:
-    // - binding the payload and throwing before `self = .null`;
-    // - calling these from inside `switch self`, whose subject stays
-    //   retained for the whole case body. `containerKind` is switched on
-    //   instead.
+    // (`consume self`: not copied and released, and the compiler sees that
+    // `self` is put back on every exit) before anything else happens. One
+    // pattern defeats this and silently turns every change into a full copy
+    // of the container, so it is avoided here: calling these from inside
+    // `switch self`, whose subject stays retained for the whole case body.
+    // `containerKind` is switched on instead.
 
     private enum ContainerKind {
         case object, array, scalar
@@ -234,10 +233,9 @@ extension JSON {
     private mutating func withMembers<Result, Failure: Error>(
         _ body: (inout Object) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        guard case .object(var members) = self else {
-            preconditionFailure("withMembers called on \(typeName)")
+        guard case .object(var members) = consume self else {
+            preconditionFailure("withMembers called on a value that is not an object")
         }
-        self = .null
         defer { self = .object(members) }
         return try body(&members)
     }
@@ -246,10 +244,9 @@ extension JSON {
     private mutating func withElements<Result, Failure: Error>(
         _ body: (inout [JSON]) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        guard case .array(var elements) = self else {
-            preconditionFailure("withElements called on \(typeName)")
+        guard case .array(var elements) = consume self else {
+            preconditionFailure("withElements called on a value that is not an array")
         }
-        self = .null
         defer { self = .array(elements) }
         return try body(&elements)
     }

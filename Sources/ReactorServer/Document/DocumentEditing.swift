@@ -226,12 +226,11 @@ extension JSON {
     }
 
     // Containers are changed through `withMembersInPlace` and `withElementsInPlace`, the technique
-    // of JSONPatch.swift: the payload is moved out of `self` (left `.null`) before anything else
-    // happens, so it is uniquely referenced and changes happen in place, and it is put back on every
-    // exit. Two patterns would silently turn each change into a full copy, so they are avoided:
-    // - binding the payload and throwing before `self = .null`;
-    // - calling these from inside `switch self`, whose subject stays retained for the whole case
-    //   body. `documentContainerKind` is switched on instead.
+    // of JSONPatch.swift: the payload is moved out of `self` (`consume self`: not copied and
+    // released) before anything else happens, so it is uniquely referenced and changes happen in
+    // place, and it is put back on every exit. Calling these from inside `switch self`, whose
+    // subject stays retained for the whole case body, would silently turn each change into a full
+    // copy: `documentContainerKind` is switched on instead.
 
     enum DocumentContainerKind {
         case object, array, scalar
@@ -249,10 +248,9 @@ extension JSON {
     mutating func withMembersInPlace<Result, Failure: Error>(
         _ body: (inout Object) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        guard case .object(var members) = self else {
-            preconditionFailure("withMembersInPlace called on \(typeName)")
+        guard case .object(var members) = consume self else {
+            preconditionFailure("withMembersInPlace called on a value that is not an object")
         }
-        self = .null
         defer { self = .object(members) }
         return try body(&members)
     }
@@ -261,10 +259,9 @@ extension JSON {
     mutating func withElementsInPlace<Result, Failure: Error>(
         _ body: (inout [JSON]) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        guard case .array(var elements) = self else {
-            preconditionFailure("withElementsInPlace called on \(typeName)")
+        guard case .array(var elements) = consume self else {
+            preconditionFailure("withElementsInPlace called on a value that is not an array")
         }
-        self = .null
         defer { self = .array(elements) }
         return try body(&elements)
     }
