@@ -27,12 +27,7 @@ final class EventLogger<StateType: HostedState>: Middleware, @unchecked Sendable
         let type = StateType.eventType(of: event) ?? "\(Swift.type(of: event))"
         metrics.recordEvent(type: type)
         guard logsEvents else { return }
-        if let lines {
-            return lines.write(.info, source: "ReactorServer", message: "event") { line in
-                line.add("type", type)
-                line.add("version", version)
-            }
-        }
+        if let lines { return lines.event(type: type, version: version) }
         logger.info("event", metadata: ["type": "\(type)", "version": "\(version)"])
     }
 }

@@ -1,5 +1,4 @@
 import Glibc
-import Logging
 
 /// Where the server's routine lines go: one per request (`RequestLogger`) and one per event
 /// (`EventLogger`), at the info level.
@@ -12,104 +11,128 @@ public enum RoutineLogLines: Sendable {
     case standardError
 }
 
-/// Writes lines as swift-log's `StreamLogHandler` does (`<time> <level> <label>: <key>=<value> ...
-/// [<source>] <message>`, the metadata sorted by key, the local time to the second), formatted
-/// straight into the loop's `LogOutput`: no metadata dictionary, no strings, and the time formatted
-/// again only when its second changes. On the loop thread only.
+/// Writes the routine lines as swift-log's `StreamLogHandler` writes a line (`<time> <level>
+/// <label>: <key>=<value> ... [<source>] <message>`, the metadata sorted by key, the local time to
+/// the second), straight into the loop's `LogOutput`: no metadata dictionary, no strings, and the
+/// time formatted again only when its second changes. On the loop thread only.
 final class LogLineWriter {
     private let output: LogOutput
     private let label: [UInt8]
-    /// What every line at `prefixLevel` begins with in `prefixSecond`: the time, the level, the label.
+    /// What every line begins with in `prefixSecond`: the time, the level (info), the label.
     private var prefix: [UInt8] = []
     private var prefixSecond: time_t = -1
-    private var prefixLevel = Logger.Level.info
 
     init(output: LogOutput, label: String) {
         self.output = output
         self.label = Array(label.utf8)
     }
 
-    /// Writes one line; `fields` appends its metadata with `Fields.add`, in key order.
-    @inline(__always)
-    func write(_ level: Logger.Level, source: StaticString, message: StaticString, _ fields: (inout Fields) -> Void) {
-        let now = Glibc.time(nil)
-        if now != prefixSecond || level != prefixLevel {
-            prefixSecond = now
-            prefixLevel = level
-            prefix = Self.prefix(time: Self.localTime(now), level: level, label: label)
-        }
-        output.append { bytes in
-            bytes.append(contentsOf: prefix)
-            var line = Fields()
-            swap(&line.bytes, &bytes)
-            fields(&line)
-            swap(&line.bytes, &bytes)
-            Self.end(&bytes, source: source, message: message)
+    /// `... info <label>: bytes=… method=… path=… request-id=… status=… token=… us=… [ReactorServer] request`
+    func request(method: String, path: Substring, status: Int, bytes: Int, id: UInt64, token: String, microseconds: UInt64) {
+        refreshPrefix()
+        let maximum = prefix.count + 160 + Cursor.escapedMaximum(method.utf8.count + path.utf8.count + token.utf8.count)
+        output.append(atMost: maximum) { start in
+            var line = Cursor(start)
+            line.put(prefix)
+            line.put(" bytes=")
+            line.put(decimal: UInt64(bytes))
+            line.put(" method=")
+            line.put(escaping: method)
+            line.put(" path=")
+            line.put(escaping: path)
+            line.put(" request-id=")
+            line.put(decimal: id)
+            line.put(" status=")
+            line.put(decimal: UInt64(status))
+            line.put(" token=")
+            line.put(escaping: token)
+            line.put(" us=")
+            line.put(decimal: microseconds)
+            line.put(" [ReactorServer] request\n")
+            return line.count
         }
     }
 
-    /// A line's metadata, as it is written.
-    struct Fields {
-        fileprivate(set) var bytes: [UInt8] = []
+    /// `... info <label>: type=… version=… [ReactorServer] event`
+    func event(type: String, version: UInt64) {
+        refreshPrefix()
+        let maximum = prefix.count + 80 + Cursor.escapedMaximum(type.utf8.count)
+        output.append(atMost: maximum) { start in
+            var line = Cursor(start)
+            line.put(prefix)
+            line.put(" type=")
+            line.put(escaping: type)
+            line.put(" version=")
+            line.put(decimal: version)
+            line.put(" [ReactorServer] event\n")
+            return line.count
+        }
+    }
 
-        mutating func add(_ key: StaticString, _ value: some StringProtocol) {
-            addKey(key)
-            let appended: Void? = value.utf8.withContiguousStorageIfAvailable { LogLineWriter.appendEscaped($0, to: &bytes) }
-            if appended == nil {
-                var copy = String(value)
-                copy.withUTF8 { LogLineWriter.appendEscaped($0, to: &bytes) }
+    @inline(__always)
+    private func refreshPrefix() {
+        let now = Glibc.time(nil)
+        guard now != prefixSecond else { return }
+        prefixSecond = now
+        prefix = Self.localTime(now) + Array(" info".utf8) + (label.isEmpty ? [] : [UInt8(ascii: " ")] + label) + [UInt8(ascii: ":")]
+    }
+
+    /// Writes a line into memory the caller made room for (`LogOutput.append(atMost:)`).
+    struct Cursor {
+        let start: UnsafeMutableRawPointer
+        private(set) var count = 0
+
+        init(_ start: UnsafeMutableRawPointer) { self.start = start }
+
+        /// Room for `count` bytes of text once escaped (`put(escaping:)`).
+        static func escapedMaximum(_ count: Int) -> Int { 4 * count }
+
+        mutating func put(_ text: StaticString) {
+            (start + count).copyMemory(from: text.utf8Start, byteCount: text.utf8CodeUnitCount)
+            count += text.utf8CodeUnitCount
+        }
+
+        mutating func put(_ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { (start + count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            count += bytes.count
+        }
+
+        mutating func put(decimal value: UInt64) {
+            DecimalDigits.withDigits(of: value) { put(raw: $0) }
+        }
+
+        private mutating func put(raw bytes: UnsafeRawBufferPointer) {
+            (start + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            count += bytes.count
+        }
+
+        /// `text`'s bytes, with control characters (a newline in a value, say) written as `\n`,
+        /// `\r`, `\t` or `\xNN`, so that a line is always one line: at most four bytes each.
+        mutating func put(escaping text: some StringProtocol) {
+            let done: Void? = text.utf8.withContiguousStorageIfAvailable { put(escaping: $0) }
+            if done == nil {
+                var copy = String(text)
+                copy.withUTF8 { put(escaping: $0) }
             }
         }
 
-        mutating func add(_ key: StaticString, _ value: some BinaryInteger) {
-            addKey(key)
-            if value < 0 { bytes.append(UInt8(ascii: "-")) }
-            bytes.appendDecimal(value.magnitude)
-        }
-
-        private mutating func addKey(_ key: StaticString) {
-            bytes.append(UInt8(ascii: " "))
-            key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-            bytes.append(UInt8(ascii: "="))
-        }
-    }
-
-    static func prefix(time: [UInt8], level: Logger.Level, label: [UInt8]) -> [UInt8] {
-        var bytes = time
-        bytes.append(UInt8(ascii: " "))
-        bytes.append(contentsOf: level.rawValue.utf8)
-        if !label.isEmpty {
-            bytes.append(UInt8(ascii: " "))
-            bytes.append(contentsOf: label)
-        }
-        bytes.append(UInt8(ascii: ":"))
-        return bytes
-    }
-
-    static func end(_ bytes: inout [UInt8], source: StaticString, message: StaticString) {
-        bytes.append(UInt8(ascii: " "))
-        bytes.append(UInt8(ascii: "["))
-        source.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "]"))
-        bytes.append(UInt8(ascii: " "))
-        message.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\n"))
-    }
-
-    /// `value`'s bytes, with control characters (a newline in a request's path, say) written as
-    /// `\n`, `\r`, `\t` or `\xNN`, so that a line is always one line.
-    static func appendEscaped(_ value: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
-        for byte in value {
-            switch byte {
-            case 0x20..<0x7F, 0x80...: bytes.append(byte)
-            case UInt8(ascii: "\n"): bytes.append(contentsOf: #"\n"#.utf8)
-            case UInt8(ascii: "\r"): bytes.append(contentsOf: #"\r"#.utf8)
-            case UInt8(ascii: "\t"): bytes.append(contentsOf: #"\t"#.utf8)
-            default:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: #"\x"#.utf8)
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
+        private mutating func put(escaping bytes: UnsafeBufferPointer<UInt8>) {
+            let destination = start.assumingMemoryBound(to: UInt8.self)
+            for byte in bytes {
+                switch byte {
+                case 0x20..<0x7F, 0x80...:
+                    destination[count] = byte
+                    count += 1
+                case UInt8(ascii: "\n"): put(#"\n"#)
+                case UInt8(ascii: "\r"): put(#"\r"#)
+                case UInt8(ascii: "\t"): put(#"\t"#)
+                default:
+                    let hex: StaticString = "0123456789abcdef"
+                    put(#"\x"#)
+                    destination[count] = hex.utf8Start[Int(byte >> 4)]
+                    destination[count + 1] = hex.utf8Start[Int(byte & 0xF)]
+                    count += 2
+                }
             }
         }
     }

@@ -24,16 +24,9 @@ struct RequestLogger: HTTPMiddleware {
         guard logsRequests else { return next(request, context, respond) }
         if let lines {
             return next(request, context) { response in
-                let microseconds = (MonotonicClock.nanoseconds() - context.receivedAt) / 1000
-                lines.write(.info, source: "ReactorServer", message: "request") { line in
-                    line.add("bytes", response.body.count)
-                    line.add("method", request.method.name)
-                    line.add("path", request.path)
-                    line.add("request-id", context.id)
-                    line.add("status", response.status.code)
-                    line.add("token", context.principal?.name ?? "-")
-                    line.add("us", microseconds)
-                }
+                lines.request(method: request.method.name, path: request.path, status: response.status.code, bytes: response.body.count,
+                              id: context.id, token: context.principal?.name ?? "-",
+                              microseconds: (MonotonicClock.nanoseconds() - context.receivedAt) / 1000)
                 respond(response)
             }
         }

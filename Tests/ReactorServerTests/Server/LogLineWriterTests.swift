@@ -44,33 +44,27 @@ final class LogLineWriterTests: XCTestCase {
         let (reading, descriptor) = pipe
         let heldDuringTheTurn: String = loop.runAndWait { [loop] finish in
             let writer = LogLineWriter(output: LogOutput(descriptor: descriptor, batch: loop!.writeBatch), label: "reactord")
-            writer.write(.info, source: "ReactorServer", message: "request") { line in
-                line.add("bytes", 13)
-                line.add("method", "POST")
-                line.add("path", "/events"[...])
-                line.add("request-id", UInt64(7))
-                line.add("token", "-")
-                line.add("us", -3)
-            }
-            writer.write(.info, source: "ReactorServer", message: "event") { line in
-                line.add("type", "set")
-                line.add("version", UInt64(1))
-            }
+            writer.request(method: "POST", path: "/events"[...], status: 200, bytes: 13, id: 7, token: "-", microseconds: 42)
+            writer.event(type: "set", version: 1)
             finish(Self.readNow(reading))
         }
         XCTAssertEqual(heldDuringTheTurn, "", "nothing is written during the turn")
         let lines = readSoon().split(separator: "\n", omittingEmptySubsequences: false)
         XCTAssertEqual(lines.count, 3, "two lines, each ending in a newline: \(lines)")
         let time = #"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}"#
-        XCTAssertNotNil(lines[0].wholeMatch(of: try! Regex(time + #" info reactord: bytes=13 method=POST path=/events request-id=7 token=- us=-3 \[ReactorServer\] request"#)), String(lines[0]))
+        XCTAssertNotNil(lines[0].wholeMatch(of: try! Regex(time + #" info reactord: bytes=13 method=POST path=/events request-id=7 status=200 token=- us=42 \[ReactorServer\] request"#)), String(lines[0]))
         XCTAssertNotNil(lines[1].wholeMatch(of: try! Regex(time + #" info reactord: type=set version=1 \[ReactorServer\] event"#)), String(lines[1]))
         XCTAssertEqual(lines[2], "")
     }
 
     func testAValueWithControlCharactersStaysOnItsLine() {
-        var bytes: [UInt8] = []
-        Array("/a\nb\r\tc\u{1}é".utf8).withUnsafeBufferPointer { LogLineWriter.appendEscaped($0, to: &bytes) }
-        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), #"/a\nb\r\tc\x01é"#)
+        let descriptor = pipe.write
+        let _: Bool = loop.runAndWait { [loop] finish in
+            let writer = LogLineWriter(output: LogOutput(descriptor: descriptor, batch: loop!.writeBatch), label: "")
+            writer.event(type: "a\nb\r\tc\u{1}é", version: 2)
+            finish(true)
+        }
+        XCTAssertTrue(readSoon().hasSuffix(#" info: type=a\nb\r\tc\x01é version=2 [ReactorServer] event"# + "\n"))
     }
 
     func testTheTimeIsFormattedAsStrftimeFormatsIt() {
@@ -87,13 +81,20 @@ final class LogLineWriterTests: XCTestCase {
         XCTAssertEqual(String(decoding: LogLineWriter.localTime(1_795_000_000), as: UTF8.self), "2026-11-18T06:06:40-0500")
     }
 
-    func testAFullBufferIsWrittenAtOnce() {
+    func testLinesThatDoNotFitGoOutInOrder() {
         let (reading, descriptor) = pipe
         let writtenDuringTheTurn: String = loop.runAndWait { [loop] finish in
-            let writer = LogLineWriter(output: LogOutput(descriptor: descriptor, batch: loop!.writeBatch, capacity: 16), label: "")
-            writer.write(.warning, source: "S", message: "m") { $0.add("k", "v") }
+            // A line larger than the whole buffer makes what is held go out, then goes out itself;
+            // what comes after it is held again.
+            let writer = LogLineWriter(output: LogOutput(descriptor: descriptor, batch: loop!.writeBatch, capacity: 200), label: "")
+            writer.event(type: "first", version: 1)
+            writer.event(type: "second", version: 2)
+            writer.event(type: String(repeating: "x", count: 100), version: 3)
+            writer.event(type: "fourth", version: 4)
             finish(Self.readNow(reading))
         }
-        XCTAssertTrue(writtenDuringTheTurn.hasSuffix(" warning: k=v [S] m\n"), writtenDuringTheTurn)
+        let types = { (text: String) in text.split(separator: "\n").map { $0.split(separator: " ")[2] } }
+        XCTAssertEqual(types(writtenDuringTheTurn), ["type=first", "type=second", "type=" + String(repeating: "x", count: 100)])
+        XCTAssertEqual(types(readSoon()), ["type=fourth"])
     }
 }
