@@ -225,14 +225,16 @@ struct JSONByteReader {
             try skipColonAfterKey()
             let value = try parseValue(depth: depth)
             let keys = UnsafeBufferPointer(start: shared.pointee.stack.keys + firstKey, count: memberCount)
+            // The key and value are moved onto the stack (`consume`): otherwise each was copied
+            // there and the original released, for every member read.
             if let earlier = prints.firstIndex(of: key, print: print, among: keys, printsAreExact: printsAreExact) {
                 if rejectsDuplicateKeys { throw error("duplicate key \"\(key)\" in object", at: keyOffset) }
                 // As `updateValue(_:forKey:)`: the last value, at the first key's place.
-                shared.pointee.stack.values[firstValue + earlier] = value
+                shared.pointee.stack.values[firstValue + earlier] = consume value
             } else {
                 prints.set(print, at: memberCount)
-                shared.pointee.stack.push(key: key)
-                shared.pointee.stack.push(value: value)
+                shared.pointee.stack.push(key: consume key)
+                shared.pointee.stack.push(value: consume value)
                 memberCount += 1
             }
             let ended = try endOfMember()
@@ -336,7 +338,7 @@ struct JSONByteReader {
         let first = shared.pointee.stack.valueCount
         while true {
             let element = try parseValue(depth: depth)
-            shared.pointee.stack.push(value: element)
+            shared.pointee.stack.push(value: consume element)
             if try endOfItem(closedBy: ASCII.closeBracket, "']'", after: "array element") {
                 return .array(shared.pointee.stack.popValues(from: first))
             }

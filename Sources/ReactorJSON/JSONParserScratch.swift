@@ -64,14 +64,14 @@ struct JSONParseStack {
     }
 
     @inline(__always)
-    mutating func push(key: String) {
+    mutating func push(key: consuming String) {
         if keyCount == keyCapacity { keys = Self.grow(keys, count: keyCount, capacity: &keyCapacity) }
         (keys + keyCount).initialize(to: key)
         keyCount &+= 1
     }
 
     @inline(__always)
-    mutating func push(value: JSON) {
+    mutating func push(value: consuming JSON) {
         if valueCount == valueCapacity { values = Self.grow(values, count: valueCount, capacity: &valueCapacity) }
         (values + valueCount).initialize(to: value)
         valueCount &+= 1

@@ -143,6 +143,10 @@ extension JSON {
     /// Runs `body` in place on the container that holds the last token of `edit.pointer` (which must
     /// not be the root). With `createsObjects`, a missing object member on the way is created as `{}`
     /// and removed again if `body` throws. Arrays on the way must have the indexed element.
+    /// Not inlined: inlined into an edit, its recursion unrolled a few levels deep, and the
+    /// closure's captures (the value, the pointer) were copied at every level, a dozen retains and
+    /// releases of each per `set`.
+    @inline(never)
     mutating func withDocumentParent<Result>(
         of edit: DocumentEdit, createsObjects: Bool, depth: Int = 0,
         _ body: (inout JSON) throws(EventRejection) -> Result
