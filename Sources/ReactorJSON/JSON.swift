@@ -49,8 +49,15 @@ extension JSON: Equatable {
             // Copies of one state share storage; comparing them (as diffing
             // a state against its patched successor does) is then O(1).
             if a.sharesStorage(with: b) { return true }
-            for (key, value) in a {
-                guard let other = b[key], other == value else { return false }
+            // Members in the same order (one value replacing another of its shape, the usual case)
+            // are compared place by place; a key is looked up only where the orders differ.
+            let (aKeys, bKeys) = (a.keys, b.keys)
+            for index in 0 ..< a.count {
+                if aKeys[index] == bKeys[index] {
+                    guard a.values[index] == b.values[index] else { return false }
+                } else {
+                    guard let other = b[aKeys[index]], other == a.values[index] else { return false }
+                }
             }
             return true
         default:

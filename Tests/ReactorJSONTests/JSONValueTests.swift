@@ -17,6 +17,15 @@ final class JSONValueTests: XCTestCase {
         XCTAssertNotEqual(JSON.integer(.max), JSON.number(9_223_372_036_854_775_808.0))
     }
 
+    func testObjectsCompareByKeyWhetherTheirMembersSharePlacesOrNot() throws {
+        // Compared place by place where the keys line up, by lookup where they do not.
+        let a = try parsedJSON(#"{"k":0,"x":1,"y":2,"z":{"p":1,"q":2}}"#)
+        XCTAssertEqual(a, try parsedJSON(#"{"k":0,"y":2,"x":1,"z":{"q":2,"p":1}}"#))
+        XCTAssertNotEqual(a, try parsedJSON(#"{"k":0,"y":2,"x":3,"z":{"q":2,"p":1}}"#), "a value differs at a key out of place")
+        XCTAssertNotEqual(a, try parsedJSON(#"{"k":0,"x":1,"y":2,"z":{"p":1,"q":3}}"#), "a value differs at a key in place")
+        XCTAssertNotEqual(a, try parsedJSON(#"{"k":0,"x":1,"w":2,"z":{"p":1,"q":2}}"#), "a key differs")
+    }
+
     func testObjectEqualityIgnoresMemberOrder() throws {
         let a = try parsedJSON(#"{"x":1,"y":[1,2]}"#)
         let b = try parsedJSON(#"{"y":[1,2],"x":1}"#)
