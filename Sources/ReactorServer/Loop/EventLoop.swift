@@ -101,6 +101,7 @@ public final class EventLoop: CoreExecutor, @unchecked Sendable {
             if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
         }, nil)
         uv_run(loop, UV_RUN_DEFAULT)
+        standardErrorLog.write()
         writeBatch.discard()
     }
 

@@ -6,7 +6,9 @@ import Glibc
 /// system call each.
 ///
 /// A line held here reaches the file at most one turn of the loop after it was logged, so it may
-/// follow a line another part of the process wrote meanwhile straight through its logger.
+/// follow a line another part of the process wrote meanwhile straight through its logger. Most of
+/// those are the loop thread's own, written between turns; one from another thread, into a pipe,
+/// could land between two parts of a write larger than the pipe's atomic size (4 KiB).
 final class LogOutput: EndOfTurnWriter {
     private let descriptor: Int32
     private unowned let batch: WriteBatch
