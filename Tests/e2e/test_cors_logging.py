@@ -131,7 +131,7 @@ def test_lines_logged_just_before_a_stop_are_written(reactord):
     # Request and event lines are held to the end of the loop's turn: a stop right after must still
     # write them, in order (a path is logged as it was sent, percent-encoded).
     server = reactord()
-    for n in range(1, 21):
+    for _ in range(20):
         post_events(server, {"type": "increment", "path": "/n"})
     request(server, "GET", "/state%0Aforged")
     assert server.stop() == 0

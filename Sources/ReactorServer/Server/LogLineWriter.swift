@@ -29,42 +29,38 @@ final class LogLineWriter {
 
     /// `... info <label>: bytes=… method=… path=… request-id=… status=… token=… us=… [ReactorServer] request`
     func request(method: String, path: Substring, status: Int, bytes: Int, id: UInt64, token: String, microseconds: UInt64) {
-        refreshPrefix()
-        let maximum = prefix.count + 160 + Cursor.escapedMaximum(method.utf8.count + path.utf8.count + token.utf8.count)
-        output.append(atMost: maximum) { start in
-            var line = Cursor(start)
-            line.put(prefix)
-            line.put(" bytes=")
-            line.put(decimal: UInt64(bytes))
-            line.put(" method=")
-            line.put(escaping: method)
-            line.put(" path=")
-            line.put(escaping: path)
-            line.put(" request-id=")
-            line.put(decimal: id)
-            line.put(" status=")
-            line.put(decimal: UInt64(status))
-            line.put(" token=")
-            line.put(escaping: token)
-            line.put(" us=")
-            line.put(decimal: microseconds)
+        write(numbers: 4, text: method.utf8.count + path.utf8.count + token.utf8.count) { line in
+            line.field(" bytes=", decimal: UInt64(bytes))
+            line.field(" method=", escaping: method)
+            line.field(" path=", escaping: path)
+            line.field(" request-id=", decimal: id)
+            line.field(" status=", decimal: UInt64(status))
+            line.field(" token=", escaping: token)
+            line.field(" us=", decimal: microseconds)
             line.put(" [ReactorServer] request\n")
-            return line.count
         }
     }
 
     /// `... info <label>: type=… version=… [ReactorServer] event`
     func event(type: String, version: UInt64) {
-        refreshPrefix()
-        let maximum = prefix.count + 80 + Cursor.escapedMaximum(type.utf8.count)
-        output.append(atMost: maximum) { start in
-            var line = Cursor(start)
-            line.put(prefix)
-            line.put(" type=")
-            line.put(escaping: type)
-            line.put(" version=")
-            line.put(decimal: version)
+        write(numbers: 1, text: type.utf8.count) { line in
+            line.field(" type=", escaping: type)
+            line.field(" version=", decimal: version)
             line.put(" [ReactorServer] event\n")
+        }
+    }
+
+    /// Writes the prefix and what `fields` puts after it, in room for the fixed words of a line
+    /// (under 128 bytes), `numbers` numbers and `text` bytes of text once escaped; the cursor stops
+    /// the process rather than write past that room.
+    @inline(__always)
+    private func write(numbers: Int, text: Int, _ fields: (inout Cursor) -> Void) {
+        refreshPrefix()
+        let maximum = prefix.count + 128 + numbers * Cursor.decimalMaximum + Cursor.escapedMaximum(text)
+        output.append(atMost: maximum) { start in
+            var line = Cursor(start, capacity: maximum)
+            line.put(prefix)
+            fields(&line)
             return line.count
         }
     }
@@ -77,24 +73,39 @@ final class LogLineWriter {
         prefix = Self.localTime(now) + Array(" info".utf8) + (label.isEmpty ? [] : [UInt8(ascii: " ")] + label) + [UInt8(ascii: ":")]
     }
 
-    /// Writes a line into memory the caller made room for (`LogOutput.append(atMost:)`).
+    /// Writes a line into memory the caller made room for (`LogOutput.append(atMost:)`), never past it.
     struct Cursor {
         let start: UnsafeMutableRawPointer
+        let capacity: Int
         private(set) var count = 0
 
-        init(_ start: UnsafeMutableRawPointer) { self.start = start }
+        init(_ start: UnsafeMutableRawPointer, capacity: Int) {
+            self.start = start
+            self.capacity = capacity
+        }
+
+        /// The digits of a `UInt64`, at most.
+        static var decimalMaximum: Int { 20 }
 
         /// Room for `count` bytes of text once escaped (`put(escaping:)`).
         static func escapedMaximum(_ count: Int) -> Int { 4 * count }
 
+        mutating func field(_ key: StaticString, decimal value: UInt64) {
+            put(key)
+            put(decimal: value)
+        }
+
+        mutating func field(_ key: StaticString, escaping value: some StringProtocol) {
+            put(key)
+            put(escaping: value)
+        }
+
         mutating func put(_ text: StaticString) {
-            (start + count).copyMemory(from: text.utf8Start, byteCount: text.utf8CodeUnitCount)
-            count += text.utf8CodeUnitCount
+            put(raw: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
         }
 
         mutating func put(_ bytes: [UInt8]) {
-            bytes.withUnsafeBytes { (start + count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            count += bytes.count
+            bytes.withUnsafeBytes { put(raw: $0) }
         }
 
         mutating func put(decimal value: UInt64) {
@@ -102,6 +113,7 @@ final class LogLineWriter {
         }
 
         private mutating func put(raw bytes: UnsafeRawBufferPointer) {
+            precondition(count + bytes.count <= capacity, "a log line outgrew the room made for it")
             (start + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
             count += bytes.count
         }
@@ -117,6 +129,7 @@ final class LogLineWriter {
         }
 
         private mutating func put(escaping bytes: UnsafeBufferPointer<UInt8>) {
+            precondition(count + Self.escapedMaximum(bytes.count) <= capacity, "a log line outgrew the room made for it")
             let destination = start.assumingMemoryBound(to: UInt8.self)
             for byte in bytes {
                 switch byte {

@@ -86,7 +86,7 @@ final class LogLineWriterTests: XCTestCase {
         let writtenDuringTheTurn: String = loop.runAndWait { [loop] finish in
             // A line larger than the whole buffer makes what is held go out, then goes out itself;
             // what comes after it is held again.
-            let writer = LogLineWriter(output: LogOutput(descriptor: descriptor, batch: loop!.writeBatch, capacity: 200), label: "")
+            let writer = LogLineWriter(output: LogOutput(descriptor: descriptor, batch: loop!.writeBatch, capacity: 500), label: "")
             writer.event(type: "first", version: 1)
             writer.event(type: "second", version: 2)
             writer.event(type: String(repeating: "x", count: 100), version: 3)
