@@ -31,6 +31,9 @@
 #                                    in all: each node of the cluster gets CONNECTIONS/3)
 #   FANOUT_RATE=500 FANOUT_SECONDS=3 FANOUT_CONNECTIONS=16   the fan-out delay (FANOUT_SECONDS=0 skips it)
 #   PIN=1 BUILD=1                    as in bench-http.sh
+#   LOAD=spread                      where the cluster's load goes: spread (a third of CONNECTIONS on
+#                                    each node) or n1 (all of it on n1, the others only follow: what a
+#                                    writer lease would get if forwarding to it cost nothing)
 #   WORKLOAD=increment               what every POST /events carries: increment (a counter,
 #                                    Benchmarks/http/post-events.lua) or set (an object of ~300 bytes
 #                                    set at one of 64 keys of a wide document, Benchmarks/http/post-set.lua)
@@ -57,6 +60,7 @@ PORT=${PORT:-18290}
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 KEEP=${KEEP:-0}
 WORKLOAD=${WORKLOAD:-increment}
+LOAD=${LOAD:-spread}
 case "$WORKLOAD" in
     increment) script=Benchmarks/http/post-events.lua ;;
     set) script=Benchmarks/http/post-set.lua ;;
@@ -219,6 +223,11 @@ set_appendfsync() {
 }
 
 per_node_connections=$(( CONNECTIONS / 3 )); [ "$per_node_connections" -ge 1 ] || per_node_connections=1
+case "$LOAD" in
+    spread) loaded=("${nodes[@]}") ;;
+    n1) loaded=(n1) per_node_connections=$CONNECTIONS ;;
+    *) echo "bench-cluster: LOAD is spread or n1, not $LOAD" >&2; exit 2 ;;
+esac
 wrk_cmd() { # port connections duration
     local threads=$THREADS
     [ "$threads" -le "$2" ] || threads=$2
@@ -277,12 +286,12 @@ run_cluster() { # run policy duration measured
     for node in "${nodes[@]}"; do conflicts0[$node]=$(cluster_field "$node" conflicts); done
     rcli CONFIG RESETSTAT >/dev/null
     h0=$(redis_head)
-    for node in "${nodes[@]}"; do start_wrk "${port[$node]}" "$per_node_connections" "$3" "$tmp/wrk-$node.out"; done
+    for node in "${loaded[@]}"; do start_wrk "${port[$node]}" "$per_node_connections" "$3" "$tmp/wrk-$node.out"; done
     wait_load
     for node in "${nodes[@]}"; do l=$(cluster_field "$node" lag); [ "$l" = n/a ] || [ "$l" -le "$lag" ] || lag=$l; done
     h1=$(redis_head)
     evalsha=$(cmdstat evalsha calls) xadd=$(cmdstat xadd calls)
-    for node in "${nodes[@]}"; do
+    for node in "${loaded[@]}"; do
         check_wrk "$tmp/wrk-$node.out"
         read -r "acked[$node]" "rate[$node]" "bad[$node]" "err[$node]" <<<"$(parse_wrk "$tmp/wrk-$node.out")"
         total=$((total + acked[$node])) bad_all=$((bad_all + bad[$node])) err_all=$((err_all + err[$node]))
@@ -292,12 +301,14 @@ run_cluster() { # run policy duration measured
     for node in "${nodes[@]}"; do conflicts1[$node]=$(cluster_field "$node" conflicts); done
     [ "$4" = 1 ] || return 0
     local shares="" min="" max="" c=0 s d share_results=()
-    for node in "${nodes[@]}"; do
+    for node in "${loaded[@]}"; do
         s=$(divide "${rate[$node]}" "$sum_rate")
         shares+="${shares:+/}$(awk -v s="$s" 'BEGIN { printf "%.0f%%", s * 100 }')"
         share_results+=("$policy.share.$node $s")
         [ -n "$min" ] && awk -v a="${rate[$node]}" -v b="$min" 'BEGIN { exit !(a >= b) }' || min=${rate[$node]}
         [ -n "$max" ] && awk -v a="${rate[$node]}" -v b="$max" 'BEGIN { exit !(a <= b) }' || max=${rate[$node]}
+    done
+    for node in "${nodes[@]}"; do
         d=$(minus "${conflicts1[$node]}" "${conflicts0[$node]}")
         c=$(awk -v a="$c" -v b="$d" 'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else print a + b }')
     done
@@ -340,7 +351,8 @@ run_fanout() { # run policy
 # --- the runs -------------------------------------------------------------------------------------
 
 echo "bench-cluster: $REACTORD"
-echo "bench-cluster: POST /events ($WORKLOAD) for $DURATION: single node wrk -c$CONNECTIONS; cluster: 3 wrk at once, -c$per_node_connections each; $RUNS rounds, alternating"
+if [ "$LOAD" = n1 ]; then cluster_load="wrk -c$per_node_connections on n1 alone, n2 and n3 following"; else cluster_load="3 wrk at once, -c$per_node_connections each"; fi
+echo "bench-cluster: POST /events ($WORKLOAD) for $DURATION: single node wrk -c$CONNECTIONS; cluster: $cluster_load; $RUNS rounds, alternating"
 [ ${#cpu_server[@]} -eq 0 ] || echo "bench-cluster: redis-server and every reactord on CPU 0, wrk and the fan-out client on CPU 1"
 if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
     run_single 0 "$WARMUP" 0
@@ -348,7 +360,7 @@ if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
 fi
 [ -z "$broken" ] || RUNS=0
 echo
-row run config "acked ev/s" non-2xx errors versions appends "ev/append" conflicts lag "shares n1/n2/n3"
+row run config "acked ev/s" non-2xx errors versions appends "ev/append" conflicts lag "shares $(IFS=/; echo "${loaded[*]}")"
 for run in $(seq "$RUNS"); do
     run_single "$run" "$DURATION" 1
     run_cluster "$run" always "$DURATION" 1
@@ -375,10 +387,10 @@ printf '  %-44s %10s   %s x single\n' "cluster of 3, redis appendfsync always" "
 printf '  %-44s %10s   %s x single, %s x always\n' "cluster of 3, redis appendfsync everysec" "$everysec" \
     "$(divide "$everysec" "$single")" "$(divide "$everysec" "$always")"
 echo
-echo "Per-node shares of the cluster's acknowledged events (each node had $per_node_connections connections):"
+echo "Per-node shares of the cluster's acknowledged events (each node loaded had $per_node_connections connections):"
 for policy in always everysec; do
     line=""
-    for node in "${nodes[@]}"; do line+="$node $(awk -v s="$(median "$policy.share.$node")" 'BEGIN { if (s == "n/a") print s; else printf "%.1f%%", s * 100 }')   "; done
+    for node in "${loaded[@]}"; do line+="$node $(awk -v s="$(median "$policy.share.$node")" 'BEGIN { if (s == "n/a") print s; else printf "%.1f%%", s * 100 }')   "; done
     printf '  %-9s %s min/max %s\n' "$policy" "$line" "$(median "$policy.minmax")"
 done
 echo
