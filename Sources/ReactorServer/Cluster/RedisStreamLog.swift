@@ -1,4 +1,5 @@
 import CUV
+import DequeModule
 import Foundation
 import Logging
 
@@ -66,6 +67,11 @@ public final class RedisStreamLog: SharedEventLog {
     /// This node's appends in a row that another node got ahead of: past a few, it claims the next
     /// append (see `ClusterScripts.append`).
     private var refusedInARow = 0
+
+    /// The newest records the tail brought, in order without a gap: reads within them (a page of
+    /// `/history`, a catch-up) are answered here, without Redis, and still while it is unreachable.
+    private var recent = Deque<LogRecord>()
+    static var recentRecords: Int { 4_096 }
 
     private let loop: EventLoop
     private let logger: Logger
@@ -197,11 +203,12 @@ public final class RedisStreamLog: SharedEventLog {
         let command = RedisCommand.encode(["XREAD", "COUNT", "1024", "BLOCK", "1000", "STREAMS", keys.log, ClusterKeys.entryID(cursor)])
         tail.send(command, extraMilliseconds: 1_000) { [weak self] reply in
             guard let self else { return }
-            if case .error = reply { return }  // the connection is closing; it is opened again
+            if reply.errorMessage != nil { return }  // the connection is closing; it is opened again
             if let entries = reply.elements?.first?.elements?.last?.elements {
                 do throws(EventLogError) {
                     let records = try StreamEntryFormat.records(of: entries)
                     if let last = records.last {
+                        remember(records)
                         tailCursor = max(tailCursor, last.version)
                         lastVersion = max(lastVersion, last.version)
                         if lostHistory == nil { onRecords?(records) }
@@ -212,6 +219,24 @@ public final class RedisStreamLog: SharedEventLog {
             }
             readTail()
         }
+    }
+
+    private func remember(_ records: [LogRecord]) {
+        for record in records {
+            if let last = recent.last {
+                if record.version <= last.version { continue }
+                if record.version != last.version + 1 { recent.removeAll() }
+            }
+            recent.append(record)
+        }
+        if recent.count > Self.recentRecords { recent.removeFirst(recent.count - Self.recentRecords) }
+    }
+
+    /// The records after `version` from `recent`, if it holds the first of them.
+    private func recentRecords(after version: UInt64, limit: Int) -> [LogRecord]? {
+        guard let first = recent.first, let last = recent.last, first.version <= version + 1, version + 1 <= last.version else { return nil }
+        let start = Int(version + 1 - first.version)
+        return Array(recent[start ..< min(recent.count, start + max(limit, 1))])
     }
 
     /// The stream holds what this node cannot read (written by something else than reactord): it
@@ -315,6 +340,9 @@ public final class RedisStreamLog: SharedEventLog {
                 completion(.failure(EventLogError(.diverged, lostHistory ?? "the cluster's epoch changed")))
             default:
                 statistics.appendFailures += 1
+                if case .unanswered(let reason) = reply {
+                    return completion(.failure(EventLogError(.indeterminate, "Redis did not answer the append (\(reason)), so it may hold it or not")))
+                }
                 completion(.failure(EventLogError(.unavailable, "Redis refused the append: \(reply.errorMessage ?? "\(reply)")")))
             }
         }
@@ -350,6 +378,7 @@ public final class RedisStreamLog: SharedEventLog {
     }
 
     public func read(after version: UInt64, limit: Int, completion: @escaping (Result<[LogRecord], EventLogError>) -> Void) {
+        if let records = recentRecords(after: version, limit: limit) { return completion(.success(records)) }
         guard isConnected, let commands else {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
@@ -365,10 +394,10 @@ public final class RedisStreamLog: SharedEventLog {
                 return completion(.failure(error))
             }
             if let first = records.first, first.version != version + 1 {
-                return completion(.failure(EventLogError(.gone, "Redis keeps only the events after the snapshot of version \(first.version - 1)")))
+                return completion(.failure(EventLogError(.gone, "Redis no longer keeps the events right after version \(version); its newest snapshot is of version \(max(oldestVersion, first.version - 1))")))
             }
             if records.isEmpty && version < oldestVersion {
-                return completion(.failure(EventLogError(.gone, "Redis keeps only the events after the snapshot of version \(oldestVersion)")))
+                return completion(.failure(EventLogError(.gone, "Redis no longer keeps the events right after version \(version); its newest snapshot is of version \(oldestVersion)")))
             }
             completion(.success(records))
         }

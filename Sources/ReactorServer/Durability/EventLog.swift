@@ -55,6 +55,9 @@ public struct EventLogError: Error, Sendable, CustomStringConvertible {
         case damaged
         /// The log is closed or failed earlier and cannot be trusted until restarted.
         case unavailable
+        /// A shared log did not answer an append (the connection closed first): the records may be
+        /// in it or not. If they are, they come back as the others' records would.
+        case indeterminate
         /// What was asked for is no longer kept.
         case gone
         /// Sound, but holding a state deeper than `JSON.maximumDepth` (written before that limit

@@ -155,13 +155,29 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// Whether clients may see `version` already.
     func isPublished(_ version: UInt64) -> Bool { version <= publishedVersion }
 
-    var isHealthy: Bool { progress.failure == nil && shared?.isReachable != false }
+    var isHealthy: Bool {
+        recoverOnceCaughtUp()
+        return progress.failure == nil && shared?.isReachable != false
+    }
 
     /// Why the server is not ready to take events, if it is not.
     var unreadiness: String? {
-        if let failure = progress.failure { return "journal: \(failure.message)" }
-        guard let shared, !shared.isReachable else { return nil }
-        return "cluster: " + (shared.status.lostHistory ?? "Redis is \(shared.status.connection)")
+        recoverOnceCaughtUp()
+        // A shared log's own state first: it says what holds now, where the last failure may be older.
+        if let shared, !shared.isReachable { return "cluster: " + (shared.status.lostHistory ?? "Redis is \(shared.status.connection)") }
+        return progress.failure.map { "journal: \($0.message)" }
+    }
+
+    /// Trusts a shared log again that failed for want of Redis, once Redis answers and this server
+    /// has applied all it knows the log holds. A journal of its own is trusted again only when an
+    /// append succeeds; a shared one may have nothing of this server's to append, so waiting for
+    /// that would leave the server unready while it serves the cluster's every event.
+    private func recoverOnceCaughtUp() {
+        guard let shared, let failure = progress.failure, failure.kind == .unavailable || failure.kind == .indeterminate,
+              shared.isReachable, !progress.appending, !progress.catchingUp, progress.incoming.isEmpty,
+              publishedVersion >= shared.lastVersion else { return }
+        logger.notice("caught up with the shared log", metadata: ["version": "\(publishedVersion)", "after": "\(failure)"])
+        progress.failure = nil
     }
 
     /// Calls `done` once every event applied so far is journaled (or refused): at shutdown, before

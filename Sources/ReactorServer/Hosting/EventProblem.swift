@@ -23,8 +23,10 @@ extension Problem {
 
     /// The journal could not store an event: it was undone and is not acknowledged.
     public static func journalUnavailable(_ error: EventLogError) -> Problem {
-        Problem(status: .serviceUnavailable, kind: "journal-unavailable", title: "Event not stored",
-                detail: "the event was not written to the journal and has been undone; nothing was applied. Retry later. (\(error.message))",
-                headers: [("Retry-After", "1")])
+        let outcome = error.kind == .indeterminate
+            ? "whether the shared log holds the event is not known: it was undone here, and if the log holds it every node applies it at its version (GET /history shows it). Look there, or retry with the Idempotency-Key the request carried, before firing it again."
+            : "the event was not written to the journal and has been undone; nothing was applied. Retry later."
+        return Problem(status: .serviceUnavailable, kind: "journal-unavailable", title: "Event not stored",
+                       detail: "\(outcome) (\(error.message))", headers: [("Retry-After", "1")])
     }
 }

@@ -56,7 +56,7 @@ final class HistoryService<StateType: HostedState> {
             case .failure(let error) where error.kind == .gone:
                 respond(Problem.historyGone("the events after version \(since) are no longer kept: \(error.message)", oldest: log.oldestVersion).response)
             case .failure(let error):
-                respond(Problem.internalError("the journal cannot be read: \(error.message)").response)
+                respond(Self.unreadable("the journal cannot be read", error).response)
             }
         }
     }
@@ -78,7 +78,7 @@ final class HistoryService<StateType: HostedState> {
         }
         log.loadSnapshot(atOrBefore: version) { [loop] result in
             guard case .success(let loaded) = result, let snapshot = loaded else {
-                if case .failure(let error) = result { return respond(Problem.internalError("the snapshot cannot be read: \(error.message)").response) }
+                if case .failure(let error) = result { return respond(Self.unreadable("the snapshot cannot be read", error).response) }
                 return gone("no snapshot at or before it is kept")
             }
             let count = Int(version - snapshot.version)
@@ -88,7 +88,7 @@ final class HistoryService<StateType: HostedState> {
                 case .success(let read) where count == 0 || read.last?.version == version: records = count == 0 ? [] : read
                 case .success: return gone("the journal after the snapshot is incomplete")
                 case .failure(let error) where error.kind == .gone: return gone(error.message)
-                case .failure(let error): return respond(Problem.internalError("the journal cannot be read: \(error.message)").response)
+                case .failure(let error): return respond(Self.unreadable("the journal cannot be read", error).response)
                 }
                 loop.runInThreadPool({ () -> Result<[UInt8], EventLogError> in
                     Result { () throws(EventLogError) in
@@ -115,6 +115,15 @@ final class HistoryService<StateType: HostedState> {
                     }
                 }
             }
+        }
+    }
+
+    /// A log that could not be read: for now (503: a cluster's Redis is unreachable), or because
+    /// something is wrong with it (500).
+    private static func unreadable(_ what: String, _ error: EventLogError) -> Problem {
+        switch error.kind {
+        case .unavailable, .indeterminate: .historyUnavailable("\(what) now: \(error.message)")
+        default: .internalError("\(what): \(error.message)")
         }
     }
 

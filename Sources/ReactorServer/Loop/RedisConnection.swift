@@ -13,7 +13,7 @@ import DequeModule
 ///
 /// hiredis has no timeouts of its own: a command that gets no reply within its deadline (a dead or
 /// partitioned server), or a connection that does not open within the timeout, closes the
-/// connection, and every command waiting on it gets an error reply. A closed connection stays
+/// connection, and every command waiting on it gets `.unanswered`. A closed connection stays
 /// closed; its owner opens a new one.
 final class RedisConnection: EndOfTurnWriter {
     /// Why a connection closed, or nil while it is open.
@@ -106,7 +106,7 @@ final class RedisConnection: EndOfTurnWriter {
         deadlines.append(uv_now(loop.loop) + timeoutMilliseconds + extraMilliseconds)
     }
 
-    /// Closes the connection; waiting commands get error replies, then `onClosed` runs.
+    /// Closes the connection; waiting commands get `.unanswered`, then `onClosed` runs.
     func close() {
         guard let context else { return }
         closeReason = closeReason ?? "closed by reactord"
@@ -227,7 +227,7 @@ final class RedisConnection: EndOfTurnWriter {
         init(_ body: @escaping (RedisReply) -> Void) { self.body = body }
 
         func answer(_ reply: UnsafeMutableRawPointer?) {
-            guard let reply else { return body(.error("the connection to Redis closed before it answered")) }
+            guard let reply else { return body(.unanswered("the connection to Redis closed before it answered")) }
             body(RedisReply(reply.assumingMemoryBound(to: redisReply.self)))
         }
     }

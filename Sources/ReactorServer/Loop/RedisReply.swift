@@ -2,6 +2,9 @@
 public enum RedisReply: Sendable, Equatable {
     case status(String)
     case error(String)
+    /// No reply came: the connection closed first (Redis stopped answering, or the connection was
+    /// closed). Unlike an error, the command may have run.
+    case unanswered(String)
     case integer(Int64)
     case bulk([UInt8])
     case null
@@ -33,9 +36,12 @@ public enum RedisReply: Sendable, Equatable {
         return nil
     }
 
+    /// What an error reply says, or why no reply came.
     public var errorMessage: String? {
-        if case .error(let message) = self { return message }
-        return nil
+        switch self {
+        case .error(let message), .unanswered(let message): return message
+        default: return nil
+        }
     }
 
     /// A flat array of field, value pairs (HGETALL, a stream entry's fields) as a dictionary.

@@ -192,6 +192,12 @@ extension Problem {
                 extensions: ["oldestVersion": .integer(Int64(oldest))])
     }
 
+    /// The history asked for is kept, but cannot be read now (a cluster's Redis is unreachable).
+    public static func historyUnavailable(_ detail: String) -> Problem {
+        Problem(status: .serviceUnavailable, kind: "history-unavailable", title: "History unavailable", detail: detail,
+                headers: [("Retry-After", "1")])
+    }
+
     /// A version the state has not reached.
     public static func versionNotFound(_ version: UInt64, current: UInt64) -> Problem {
         Problem(status: .notFound, kind: "version-not-found", title: "Version not reached",
