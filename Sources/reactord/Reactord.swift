@@ -230,7 +230,7 @@ struct Serve: ParsableCommand {
         if let cluster {
             let joined: ClusterBootstrap.Joined<JSONDocument>
             do {
-                joined = try ClusterBootstrap.join(cluster, initialState: document, logger: logger)
+                joined = try ClusterBootstrap.join(cluster, initialState: document, leaving: configuration.resumeWindow, logger: logger)
             } catch {
                 throw CommandFailure("cannot join the cluster \(cluster.cluster) at redis://\(cluster.host):\(cluster.port): \(error)")
             }

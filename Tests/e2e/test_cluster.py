@@ -268,6 +268,35 @@ def test_an_sse_stream_on_one_node_sees_events_fired_on_the_others(cluster):
     assert [(r["id"], r["event"]) for r in data] == [(str(v), "patch") for v in range(first + 10, last + 1)]
 
 
+def test_a_subscriber_resumes_on_a_node_that_restarted(cluster):
+    """A node starting up leaves the stream's last events (its resume window's worth) to its tail,
+    so they pass through its subscription hub: a subscriber that reconnects to a node that has just
+    restarted resumes there with `since` or `Last-Event-ID`, where it used to get a snapshot."""
+    a, b = cluster.nodes("a", "b")
+    for i in range(30):
+        assert fire((a, b)[i % 2], {"type": "set", "path": f"/k{i % 7}", "value": i}) == i + 1
+    assert_converged([a, b], 30)
+    at_25 = json.loads(request(a, "GET", "/state?version=25").body)
+    b.signal(signal.SIGTERM)
+    assert b.wait() == 0
+    b = cluster.restart(b)
+    state = assert_converged([a, b], 30)
+
+    with subscribe(b, since=25) as ws:
+        mirror = at_25
+        for expected in range(26, 31):
+            message = next_json(ws)
+            assert message["type"] == "patch" and message["version"] == expected, (expected, message)
+            mirror = apply_patch(mirror, message["ops"])
+        assert_silent(ws, 0.3)
+    assert_same_json(mirror, state, "the patches of the restarted node do not rebuild the state")
+
+    status, _, records = finished_stream(b, "/stream", "-H", "Last-Event-ID: 27")
+    assert status == 200
+    data = [record for record in records if "data" in record]
+    assert [(r["id"], r["event"]) for r in data] == [(str(v), "patch") for v in range(28, 31)]
+
+
 # ---------------------------------------------------------------------------------------------
 # A node killed
 

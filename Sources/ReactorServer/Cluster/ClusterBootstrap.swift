@@ -12,7 +12,11 @@ public enum ClusterBootstrap {
         public let snapshotVersion: UInt64
     }
 
-    public static func join<StateType: HostedState>(_ options: RedisStreamLog.Options, initialState: StateType, logger: Logger) throws(EventLogError) -> Joined<StateType> {
+    /// The last `leaving` events after the snapshot are not applied here: the node's tail brings
+    /// them as soon as it runs, through the subscription hub, so that its resume window (pass its size)
+    /// holds them from the start and a subscriber that reconnects to a restarted node resumes.
+    public static func join<StateType: HostedState>(_ options: RedisStreamLog.Options, initialState: StateType, leaving: Int = 0,
+                                                    logger: Logger) throws(EventLogError) -> Joined<StateType> {
         let redis = try unavailable { () throws(RedisConnectionError) in try RedisBlockingConnection(host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds) }
         if let credentials = options.credentials {
             let answer = try send(redis, credentials.authCommand)
@@ -40,29 +44,33 @@ public enum ClusterBootstrap {
                 throw EventLogError(.damaged, "the cluster \(options.cluster) in Redis has no readable snapshot: \(snapshot.errorMessage ?? "\(snapshot)")")
             }
             var state = try StateType(snapshot: LogRecord(version: version, payload: payload))
-            var applied = version
+            var read = version
+            var left: [LogRecord] = []
             var complete = true
             while true {
                 // From the entry that holds the next version (see `StreamEntryFormat`).
-                let range = try send(redis, RedisCommand.encode(["XRANGE", keys.log, ClusterKeys.entryID(applied + 1), "+", "COUNT", "1000"]))
+                let range = try send(redis, RedisCommand.encode(["XRANGE", keys.log, ClusterKeys.entryID(read + 1), "+", "COUNT", "1000"]))
                 guard let entries = range.elements else {
                     throw EventLogError(.unavailable, "Redis refused to read the cluster's stream: \(range.errorMessage ?? "\(range)")")
                 }
-                let records = try StreamEntryFormat.records(of: entries, after: applied)
-                if let first = records.first, first.version != applied + 1 {
+                let records = try StreamEntryFormat.records(of: entries, after: read)
+                if let first = records.first, first.version != read + 1 {
                     complete = false
                     break
                 }
-                for record in records {
-                    try state.replay(record)
-                    applied = record.version
+                left += records
+                read = records.last?.version ?? read
+                if left.count > leaving {
+                    for record in left.prefix(left.count - leaving) { try state.replay(record) }
+                    left.removeFirst(left.count - leaving)
                 }
                 if entries.count < 1000 { break }
             }
             guard complete else { continue }
+            let applied = read - UInt64(left.count)
             logger.notice("joined the cluster", metadata: [
                 "cluster": "\(options.cluster)", "node": "\(options.node)", "epoch": "\(epoch)",
-                "snapshot": "\(version)", "version": "\(applied)",
+                "snapshot": "\(version)", "version": "\(applied)", "head": "\(read)",
             ])
             return Joined(state: state, version: applied, epoch: epoch, snapshotVersion: version)
         }

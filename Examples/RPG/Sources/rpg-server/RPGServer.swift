@@ -36,7 +36,7 @@ struct RPGServer: ParsableCommand {
             let parts = redis.split(separator: ":")
             guard parts.count == 2, let redisPort = Int32(parts[1]) else { throw ValidationError("--redis is host:port") }
             let options = RedisStreamLog.Options(host: String(parts[0]), port: redisPort, cluster: redisKey, node: nodeName)
-            let joined = try ClusterBootstrap.join(options, initialState: initial, logger: logger)
+            let joined = try ClusterBootstrap.join(options, initialState: initial, leaving: configuration.resumeWindow, logger: logger)
             let log = RedisStreamLog(loop: daemon.loop, options: options, epoch: joined.epoch, version: joined.version,
                                      snapshotVersion: joined.snapshotVersion, logger: logger)
             server = StateServer(loop: daemon.loop, state: joined.state, version: joined.version, configuration: configuration, log: log, logger: logger)
