@@ -234,7 +234,7 @@ struct Serve: ParsableCommand {
             } catch {
                 throw CommandFailure("cannot join the cluster \(cluster.cluster) at redis://\(cluster.host):\(cluster.port): \(error)")
             }
-            let log = RedisStreamLog(loop: daemon.loop, options: cluster, epoch: joined.epoch, version: joined.version,
+            let log = RedisStreamLog(loop: daemon.loop, options: cluster, epoch: joined.epoch, version: joined.version, head: joined.head,
                                      snapshotVersion: joined.snapshotVersion, logger: logger)
             let storage: StorageConfiguration
             do { storage = try settings.snapshotIntervals() } catch { throw ValidationError(error.description) }

@@ -280,6 +280,9 @@ def test_a_subscriber_resumes_on_a_node_that_restarted(cluster):
     b.signal(signal.SIGTERM)
     assert b.wait() == 0
     b = cluster.restart(b)
+    # Ready only once it has applied what the stream held when it joined, the events it left to
+    # its tail included.
+    assert state_and_version(b)[1] == 30
     state = assert_converged([a, b], 30)
 
     with subscribe(b, since=25) as ws:

@@ -8,6 +8,8 @@ public enum ClusterBootstrap {
     public struct Joined<StateType: HostedState> {
         public let state: StateType
         public let version: UInt64
+        /// The stream's head as the node read it: above `version` by the events left to its tail.
+        public let head: UInt64
         public let epoch: String
         public let snapshotVersion: UInt64
     }
@@ -72,7 +74,7 @@ public enum ClusterBootstrap {
                 "cluster": "\(options.cluster)", "node": "\(options.node)", "epoch": "\(epoch)",
                 "snapshot": "\(version)", "version": "\(applied)", "head": "\(read)",
             ])
-            return Joined(state: state, version: applied, epoch: epoch, snapshotVersion: version)
+            return Joined(state: state, version: applied, head: read, epoch: epoch, snapshotVersion: version)
         }
         throw EventLogError(.unavailable, "the cluster's snapshot kept changing while this node read it; try again")
     }

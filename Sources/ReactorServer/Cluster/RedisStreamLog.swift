@@ -86,14 +86,14 @@ public final class RedisStreamLog: SharedEventLog {
     private static let claimSHA = sha1Hex(ClusterScripts.claimIdempotencyKey)
 
     /// A log over a cluster found (or created) by `ClusterBootstrap`, whose state this server has
-    /// up to `version`.
-    public init(loop: EventLoop, options: Options, epoch: String, version: UInt64, snapshotVersion: UInt64, logger: Logger) {
+    /// up to `version`, and whose stream held up to `head` when it joined.
+    public init(loop: EventLoop, options: Options, epoch: String, version: UInt64, head: UInt64? = nil, snapshotVersion: UInt64, logger: Logger) {
         self.loop = loop
         self.options = options
         self.keys = ClusterKeys(cluster: options.cluster)
         self.epoch = epoch
         self.logger = logger
-        lastVersion = version
+        lastVersion = max(version, head ?? version)
         oldestVersion = snapshotVersion
         tailCursor = version
     }
@@ -208,7 +208,7 @@ public final class RedisStreamLog: SharedEventLog {
                 do throws(EventLogError) {
                     let records = try StreamEntryFormat.records(of: entries)
                     if let last = records.last {
-                        remember(records)
+                        if lostHistory == nil { remember(records) }
                         tailCursor = max(tailCursor, last.version)
                         lastVersion = max(lastVersion, last.version)
                         if lostHistory == nil { onRecords?(records) }

@@ -110,6 +110,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     @exclusivity(unchecked) private var progress = Progress()
     /// The last append's failure, while no later append has succeeded.
     var failure: EventLogError? { progress.failure }
+    /// With a shared log: the head it held when this server joined, until the server has applied
+    /// that far (0 after). Until then it is not ready: it starts behind, leaving the last events to
+    /// its tail (see `ClusterBootstrap.join`).
+    private var joinedHead: UInt64 = 0
     private var handoverTimer: LoopTimer?
     /// Ends a wait for the next group to fill (`Progress.fillTarget`) when the loop has nothing else to do.
     private var fillTimer: LoopTimer?
@@ -139,6 +143,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         let (version, state) = published.current
         hub.update(with: state, version: version)
         if let shared {
+            joinedHead = shared.lastVersion
             shared.onRecords = { [unowned self] records in received(records) }
             shared.appliedVersion = { [unowned self] in publishedVersion }
         }
@@ -155,17 +160,17 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// Whether clients may see `version` already.
     func isPublished(_ version: UInt64) -> Bool { version <= publishedVersion }
 
-    var isHealthy: Bool {
-        recoverOnceCaughtUp()
-        return progress.failure == nil && shared?.isReachable != false
-    }
+    var isHealthy: Bool { unreadiness == nil }
 
     /// Why the server is not ready to take events, if it is not.
     var unreadiness: String? {
         recoverOnceCaughtUp()
         // A shared log's own state first: it says what holds now, where the last failure may be older.
         if let shared, !shared.isReachable { return "cluster: " + (shared.status.lostHistory ?? "Redis is \(shared.status.connection)") }
-        return progress.failure.map { "journal: \($0.message)" }
+        if let failure = progress.failure { return "journal: \(failure.message)" }
+        if joinedHead > publishedVersion { return "cluster: catching up, at version \(publishedVersion) of the \(joinedHead) the log held when this node joined" }
+        joinedHead = 0
+        return nil
     }
 
     /// Trusts a shared log again that failed for want of Redis, once Redis answers and this server

@@ -37,7 +37,7 @@ struct RPGServer: ParsableCommand {
             guard parts.count == 2, let redisPort = Int32(parts[1]) else { throw ValidationError("--redis is host:port") }
             let options = RedisStreamLog.Options(host: String(parts[0]), port: redisPort, cluster: redisKey, node: nodeName)
             let joined = try ClusterBootstrap.join(options, initialState: initial, leaving: configuration.resumeWindow, logger: logger)
-            let log = RedisStreamLog(loop: daemon.loop, options: options, epoch: joined.epoch, version: joined.version,
+            let log = RedisStreamLog(loop: daemon.loop, options: options, epoch: joined.epoch, version: joined.version, head: joined.head,
                                      snapshotVersion: joined.snapshotVersion, logger: logger)
             server = StateServer(loop: daemon.loop, state: joined.state, version: joined.version, configuration: configuration, log: log, logger: logger)
             log.start()
