@@ -102,3 +102,36 @@ def test_stalled_request_does_not_block_shutdown_beyond_its_timeout(reactord):
         assert server.wait(5) == 0
         assert time.monotonic() - started < 2.5
         assert conn.is_closed(1)
+
+
+def test_websocket_fires_in_flight_at_sigterm_are_answered_before_the_close(reactord, tmp_path):
+    """Events fired over a WebSocket and applied when SIGTERM arrives get their `ack` before the
+    1001 close; a `fire` read after the shutdown began is refused (`shutting-down`), not applied. So
+    every applied event was acknowledged: a client that retries what it got no `ack` for never
+    applies one twice. `--fsync always` keeps each event in flight for an fsync of its own."""
+    from websockets.sync.client import connect
+
+    data = str(tmp_path / "data")
+    server = reactord("--data-dir", data, "--fsync", "always")
+    fires = 2_000
+    acks = errors = 0
+    with connect(f"ws://{HOST}:{server.port}/subscribe", open_timeout=5, close_timeout=5, ping_interval=None) as ws:
+        assert json.loads(ws.recv(timeout=5))["type"] == "snapshot"
+        for i in range(fires):
+            ws.send(json.dumps({"type": "fire", "id": i, "event": {"type": "increment", "path": "/n"}}))
+        time.sleep(0.05)  # read and applied by now, most of them still waiting for their fsync
+        server.signal(signal.SIGTERM)
+        try:
+            while True:
+                message = json.loads(ws.recv(timeout=10))
+                if message["type"] == "ack":
+                    acks += 1
+                elif message["type"] == "error":
+                    assert message["problem"]["type"].endswith("/shutting-down"), message
+                    errors += 1
+        except Exception as closed:  # the server's close ends the loop
+            assert getattr(closed, "rcvd", None) is not None and closed.rcvd.code == 1001, repr(closed)
+    assert server.wait(10) == 0
+    assert acks > 0 and acks + errors <= fires, (acks, errors)
+    restarted = reactord("--data-dir", data)
+    assert get_state(restarted).get("n", 0) == acks, f"{acks} acks and {errors} refusals, but the journal holds {get_state(restarted)}"

@@ -133,6 +133,13 @@ extension Problem {
                 detail: "no complete request arrived within \(seconds) seconds; the connection is closed")
     }
 
+    /// An event fired over a WebSocket while the server shuts down: not applied.
+    public static func shuttingDown() -> Problem {
+        Problem(status: .serviceUnavailable, kind: "shutting-down", title: "Shutting down",
+                detail: "the server is shutting down: the event was not applied; fire it again once reconnected",
+                headers: [("Retry-After", "1")])
+    }
+
     public static func tooManyConnections(limit: Int) -> Problem {
         Problem(status: .serviceUnavailable, kind: "too-many-connections", title: "Too many connections",
                 detail: "the server already has \(limit) open connections; try again later",

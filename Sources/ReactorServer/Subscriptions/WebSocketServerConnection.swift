@@ -4,6 +4,13 @@ protocol WebSocketMessageHandler: AnyObject {
     /// Everything sent so far has reached the kernel.
     func webSocketDidDrain(_ connection: WebSocketServerConnection)
     func webSocketDidClose(_ connection: WebSocketServerConnection)
+    /// Whether the handler still owes the peer answers (acknowledgements of events it fired): a
+    /// server shutting down closes the connection only after they are sent.
+    var owesReplies: Bool { get }
+}
+
+extension WebSocketMessageHandler {
+    var owesReplies: Bool { false }
 }
 
 /// A WebSocket after its handshake: decodes frames, answers pings, pings a quiet peer and drops a
@@ -50,6 +57,8 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     private let timing: Timing
     private var lastHeard: UInt64
     private var pingSentAt: UInt64?
+    /// The server is shutting down: the connection closes (1001) once its handler owes nothing.
+    private(set) var isDraining = false
     private(set) var isClosing = false {
         didSet { if isClosing && closingSince == nil { closingSince = loop.now } }
     }
@@ -229,6 +238,13 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     }
 
     func serverIsShuttingDown() {
+        isDraining = true
+        closeIfDrained()
+    }
+
+    /// Closes a draining connection once its handler has sent every answer it owed.
+    func closeIfDrained() {
+        guard isDraining, handler?.owesReplies != true else { return }
         close(.goingAway, reason: "the server is shutting down")
     }
 

@@ -18,6 +18,9 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
     private let logger: Logger
     /// Behind: queued messages were dropped, and a fresh snapshot goes out once the socket drains.
     private var isLagging = false
+    /// Events fired over this socket and not answered yet.
+    private var firesInFlight = 0
+    var owesReplies: Bool { firesInFlight > 0 }
 
     init(connection: WebSocketServerConnection, hub: SubscriptionHub<StateType>, fire: @escaping FireEvent,
          selection: SubscriptionSelection, principal: Principal?, mayFire: Bool, configuration: ServerConfiguration, logger: Logger) {
@@ -99,12 +102,19 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
         guard let eventJSON = message["event"] else {
             return reply(error: .invalidEvent("the fire message has no \"event\""), id: id)
         }
-        // Acknowledged once published (with a journal, once written down), like an HTTP answer.
+        guard !connection.isDraining else {
+            return reply(error: .shuttingDown(), id: id)
+        }
+        // Acknowledged once published (with a journal, once written down), like an HTTP answer;
+        // a server shutting down sends the answers it owes before it closes the connection.
+        firesInFlight += 1
         fire(eventJSON, principal) { [self] outcome in
+            firesInFlight -= 1
             switch outcome {
             case .success(let version): reply(JSON.object(["type": "ack", "id": id, "version": .integer(Int64(version))]))
             case .failure(let problem): reply(error: problem, id: id)
             }
+            connection.closeIfDrained()
         }
     }
 
