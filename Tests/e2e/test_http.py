@@ -94,6 +94,27 @@ def test_pipelined_requests_with_a_journal_each_get_their_own_answer(reactord, t
     assert get_state(server) == {"l": list(range(40))}
 
 
+def test_a_read_pipelined_after_a_write_sees_it(reactord, tmp_path):
+    # With a journal a write is answered once written down; a read pipelined behind it on the same
+    # connection waits for that answer rather than reading the state from before it.
+    server = reactord("--data-dir", str(tmp_path / "data"))
+    requests = []
+    for i in range(20):
+        requests.append(event_request({"type": "set", "path": "/q", "value": i}))
+        requests.append(http_request("GET", "/state?path=/q"))
+        requests.append(http_request("HEAD", "/state"))
+    requests.append(http_request("GET", "/readyz"))
+    with raw(server, timeout=10) as conn:
+        conn.send(b"".join(requests))
+        answers = [conn.read_response(head_request=(i % 3 == 2 and i < 60)) for i in range(len(requests))]
+    for i in range(20):
+        write, read, head = answers[3 * i : 3 * i + 3]
+        assert write.json() == {"version": i + 1}, (i, write)
+        assert (read.status, read.json()) == (200, i), (i, read)
+        assert read.header("ETag") == f'"{i + 1}"' and head.header("ETag") == f'"{i + 1}"', (i, read, head)
+    assert answers[-1].json()["version"] == 20, answers[-1]
+
+
 def test_request_split_into_single_bytes(server):
     data = event_request({"type": "set", "path": "/slow", "value": "ok"})
     with raw(server) as conn:

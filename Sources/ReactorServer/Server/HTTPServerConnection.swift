@@ -1,3 +1,4 @@
+import DequeModule
 
 /// One client connection: turns its bytes into requests, passes them to the server in order, and
 /// writes the responses in the order of the requests, however late each is ready (pipelining).
@@ -25,6 +26,20 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         var upgradeLeftover: [UInt8] = []
         var isMidRequest = false
         var isClosing = false
+        /// The newest request that may change the state (anything but GET, HEAD and OPTIONS).
+        var lastWriteSequence: UInt64?
+        /// Read after a write that is not answered yet: held back until it is (see `mustWait`).
+        var held: Deque<Held> = []
+        var isDispatchingHeld = false
+        /// The peer sent its last byte while requests were held: the last of them closes.
+        var peerEnded = false
+    }
+
+    /// What was read but not handed to the server yet, in order.
+    private enum Held {
+        case request(HTTPRequest)
+        case upgrade(HTTPRequest, leftover: [UInt8])
+        case failure(Problem, head: HTTPRequest?)
     }
     // @exclusivity(unchecked) on `state` and the server's two fields below: touched on the loop thread
     // only, and no callback runs while one of them is being modified; a dynamic exclusivity check on
@@ -60,9 +75,25 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         tcp.startReading()
     }
 
-    var hasPendingResponses: Bool { state.nextSequence != state.firstSlotSequence }
+    var hasPendingResponses: Bool { state.nextSequence != state.firstSlotSequence || !state.held.isEmpty }
     /// Requests read and not answered yet.
-    private var pendingCount: Int { Int(state.nextSequence - state.firstSlotSequence) }
+    private var pendingCount: Int { Int(state.nextSequence - state.firstSlotSequence) + state.held.count }
+
+    /// Whether a request that only reads must wait before it is handled: a write read before it on
+    /// this connection is not answered yet. The write is applied, but not published until the
+    /// journal holds it; a read handled now would answer from the state before it, after the
+    /// client was told the write's version. Writes need no wait: the core applies them in order.
+    private var writeIsUnanswered: Bool {
+        guard let write = state.lastWriteSequence else { return false }
+        return write >= state.firstSlotSequence
+    }
+
+    private static func isRead(_ request: HTTPRequest) -> Bool {
+        switch request.method {
+        case .get, .head, .options: true
+        default: false
+        }
+    }
 
     // MARK: TCPConnectionDelegate
 
@@ -82,8 +113,12 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                 if let problem = Self.hostProblem(request) {
                     return fail(with: problem, head: request)
                 }
-                handle(request)
-                parser.recycle(request)
+                if !state.held.isEmpty || (Self.isRead(request) && writeIsUnanswered) {
+                    state.held.append(.request(request))
+                } else {
+                    handle(request)
+                    parser.recycle(request)
+                }
             case .expectsContinue:
                 tcp.write(Self.continueLine)
             case .upgrade(let request, let leftover):
@@ -91,15 +126,17 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                     // Another protocol (h2c, say): ignore the offer and go on speaking HTTP/1.1.
                     parser.declineUpgrade()
                     state.isMidRequest = !leftover.isEmpty
-                    handle(request)
+                    if !state.held.isEmpty || writeIsUnanswered { state.held.append(.request(request)) } else { handle(request) }
                     if !leftover.isEmpty { leftover.withUnsafeBytes { self.connection(connection, didRead: $0) } }
                     return
                 }
                 // HTTP ends here: the route answers 101 and takes the connection over, or refuses and closes.
                 state.isMidRequest = false
-                state.upgradeLeftover = leftover
-                state.closeAfter = state.nextSequence
-                handle(request)
+                if !state.held.isEmpty || writeIsUnanswered {
+                    state.held.append(.upgrade(request, leftover: leftover))
+                } else {
+                    upgrade(request, leftover: leftover)
+                }
                 return
             case .error(let error):
                 state.isMidRequest = false
@@ -123,6 +160,8 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         state.isMidRequest = false
         if !hasPendingResponses {
             tcp.close()
+        } else if !state.held.isEmpty {
+            state.peerEnded = true
         } else {
             state.closeAfter = state.nextSequence - 1
         }
@@ -138,12 +177,46 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private func handle(_ request: HTTPRequest) {
         let sequence = state.nextSequence
         state.nextSequence += 1
-        if !request.keepAlive { state.closeAfter = sequence }
+        if !request.keepAlive || (state.peerEnded && state.held.isEmpty) { state.closeAfter = sequence }
+        if !Self.isRead(request) { state.lastWriteSequence = sequence }
         server.handle(request, from: self, sequence: sequence)
+    }
+
+    private func upgrade(_ request: HTTPRequest, leftover: [UInt8]) {
+        state.upgradeLeftover = leftover
+        state.closeAfter = state.nextSequence
+        handle(request)
+    }
+
+    /// Hands the server what was held, in order, as far as the writes before each allow.
+    private func dispatchHeld() {
+        guard !state.isDispatchingHeld else { return }
+        state.isDispatchingHeld = true
+        defer { state.isDispatchingHeld = false }
+        while let next = state.held.first, !tcp.isClosed {
+            switch next {
+            case .request(let request):
+                if Self.isRead(request) && writeIsUnanswered { return }
+                state.held.removeFirst()
+                handle(request)
+            case .upgrade(let request, let leftover):
+                if writeIsUnanswered { return }
+                state.held.removeFirst()
+                return upgrade(request, leftover: leftover)
+            case .failure(let problem, let head):
+                state.held.removeFirst()
+                return fail(with: problem, head: head)
+            }
+        }
     }
 
     /// Answers a broken request (its response follows those already due) and closes.
     private func fail(with problem: Problem, head: HTTPRequest?) {
+        if !state.held.isEmpty && !state.isDispatchingHeld {
+            // After the requests held before it.
+            state.held.append(.failure(problem, head: head))
+            return
+        }
         let sequence = state.nextSequence
         state.nextSequence += 1
         state.closeAfter = sequence
@@ -184,6 +257,8 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             state.firstSlotSequence += 1
             guard send(slot.response, sequence: current, isHead: slot.isHead, keepAliveHeader: slot.keepAliveHeader) else { return }
         }
+        if !state.held.isEmpty { dispatchHeld() }
+        if tcp.isClosed { return }
         if state.isReadingPaused && pendingCount < server.configuration.maxPipelinedRequests {
             state.isReadingPaused = false
             tcp.startReading()
