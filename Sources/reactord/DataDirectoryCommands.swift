@@ -26,7 +26,7 @@ struct Check: ParsableCommand {
             throw ExitCode(1)
         }
         for warning in report.warnings {
-            print("warning: \(warning) (a torn final record; reactord cuts it off at start-up)")
+            print("warning: \(warning) (the final record is cut short or damaged; reactord cuts it off at start-up: a write a crash tore, never acknowledged, or damage)")
         }
         print("ok: snapshot at version \(report.snapshotVersion), \(report.records) events after it in \(report.segments.count) segment(s), last version \(report.lastVersion)")
     }

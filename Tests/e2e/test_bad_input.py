@@ -572,6 +572,39 @@ def test_an_unknown_well_formed_method_is_still_501(server):
     assert_serving(server)
 
 
+@pytest.mark.parametrize("target", ["/state?path=/%FF", "/state?path=/%C3%28", "/history?since=%ED%A0%80", "/%FF"])
+def test_escapes_that_decode_to_bytes_that_are_not_utf8_are_400(server, target):
+    # Taken as U+FFFD, /state?path=/%FF would read another member than the one asked for.
+    with raw(server) as conn:
+        conn.send(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        problem = assert_problem(conn.read_response(), 400, "malformed-request")
+        assert "UTF-8" in problem["detail"], problem
+    assert_serving(server)
+
+
+def test_escaped_utf8_in_a_query_is_still_read(server):
+    assert post_events(server, {"type": "set", "path": "/é", "value": 1}).status == 200
+    answer = request(server, "GET", "/state?path=/%C3%A9")
+    assert (answer.status, answer.json()) == (200, 1), answer
+
+
+@pytest.mark.parametrize("line", ["CONNECT example.com:443 HTTP/1.1", "TRACE /nowhere HTTP/1.1"])
+def test_connect_and_trace_to_no_route_are_501_not_404(server, line):
+    with raw(server) as conn:
+        conn.send(f"{line}\r\nHost: example.com\r\n\r\n")
+        assert_problem(conn.read_response(), 501, "not-implemented")
+    assert_serving(server)
+
+
+def test_options_asterisk_says_what_the_server_allows(server):
+    with raw(server) as conn:
+        conn.send("OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer = conn.read_response()
+    assert answer.status == 204, answer
+    allowed = {method.strip() for method in answer.header("Allow").split(",")}
+    assert {"GET", "HEAD", "POST", "OPTIONS"} <= allowed, answer
+
+
 def client_hello() -> bytes:
     """The first flight of a real TLS client (a ClientHello record), from Python's ssl module."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)

@@ -29,7 +29,7 @@ public enum DataDirectoryOperations {
             var state = initialState
             let report = try read(directory, repair: true, restore: { state = try StateType(snapshot: $0) }, replay: { try state.replay($0) })
             for warning in report.warnings {
-                logger.warning("torn journal tail cut off: the event in it was never acknowledged", metadata: ["where": "\(warning)"])
+                logger.warning("the journal's last record was cut short or is damaged, and is cut off: a write a crash tore, never acknowledged; or damage, and then the event it held is lost", metadata: ["where": "\(warning)"])
             }
             let log = try FileEventLog(directory: directory, lockFD: lock, report: report, loop: loop, options: options)
             logger.notice("recovered", metadata: [

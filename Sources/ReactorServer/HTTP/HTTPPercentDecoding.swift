@@ -16,6 +16,26 @@ public enum HTTPPercentDecoding {
         return true
     }
 
+    /// Whether what a target with well-formed escapes spells, once they are decoded, is UTF-8: a
+    /// request whose is not is refused when its head is read, rather than have a handler take a
+    /// parameter with U+FFFD in place of its bytes.
+    static func decodesToUTF8(_ target: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard target.contains(where: { $0 == UInt8(ascii: "%") || $0 >= 0x80 }) else { return true }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(target.count)
+        var index = 0
+        while index < target.count {
+            if target[index] == UInt8(ascii: "%"), index + 2 < target.count, let high = hexValue(target[index + 1]), let low = hexValue(target[index + 2]) {
+                decoded.append(high << 4 | low)
+                index += 3
+            } else {
+                decoded.append(target[index])
+                index += 1
+            }
+        }
+        return String(validating: decoded, as: UTF8.self) != nil
+    }
+
     /// Decodes `%XX` escapes (and `+` as space for form-encoded queries). A malformed escape is kept
     /// literally (a request's target has none: `escapesAreWellFormed`). Invalid UTF-8 after
     /// decoding becomes U+FFFD.

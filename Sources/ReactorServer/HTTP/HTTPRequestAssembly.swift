@@ -139,6 +139,8 @@ struct HTTPRequestAssembly {
         if facts.unsupportedTransferCoding { return .unsupportedTransferCoding }
         let escapesWellFormed = bytes.withUnsafeBufferPointer { HTTPPercentDecoding.escapesAreWellFormed(UnsafeBufferPointer(rebasing: $0.prefix(targetEnd))) }
         if !escapesWellFormed { return .malformed(name: "target", reason: "A percent sign in the target is not followed by two hex digits") }
+        let spellsUTF8 = bytes.withUnsafeBufferPointer { HTTPPercentDecoding.decodesToUTF8(UnsafeBufferPointer(rebasing: $0.prefix(targetEnd))) }
+        if !spellsUTF8 { return .malformed(name: "target", reason: "The target's percent escapes decode to bytes that are not UTF-8") }
         if facts.invalidHost { return .malformed(name: "Host", reason: "The Host header is not a host with an optional port") }
         // Capped so that one unusually large head does not make every later request reserve
         // as much.

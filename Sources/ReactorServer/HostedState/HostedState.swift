@@ -52,7 +52,7 @@ extension HostedState where Self: Decodable {
 
 /// Why an event was refused by the state it was fired at; the server answers 422 (or 409 for a
 /// failed precondition such as a JSON Patch `test`), and the state is unchanged.
-public struct EventRejection: Error, Sendable, Equatable {
+public struct EventRejection: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: String, Sendable {
         /// The event cannot apply to the state as it is (wrong type at a path, a missing member).
         case invalid
@@ -69,4 +69,6 @@ public struct EventRejection: Error, Sendable, Equatable {
         self.kind = kind
         self.reason = reason
     }
+
+    public var description: String { reason }
 }

@@ -119,7 +119,15 @@ final class RouteTable {
         let found = request.withOriginFormPath { Self.entryIndex(forBytes: $0, in: bytes, at: ranges, count: count) }
             ?? entryIndex(for: request.path)
         guard let index = found else {
-            context.endpoint = Endpoint(respond: Router.answer(.notFound(request.path)))
+            if request.method == .options && request.target == "*" {
+                // What the server allows in general: every method some route takes.
+                let methods = Set(routes.flatMap { $0.routes.map(\.method) })
+                let allowed = methods.map(\.name).sorted() + (methods.contains(.get) ? ["HEAD"] : []) + ["OPTIONS"]
+                let allow = allowed.joined(separator: ", ")
+                context.endpoint = Endpoint { _, _, respond in respond(HTTPResponse(status: .noContent, headers: [("Allow", allow)])) }
+            } else {
+                context.endpoint = Endpoint(respond: Router.answer(Self.unrouted(request)))
+            }
             return
         }
         context.routeIndex = index
@@ -136,6 +144,15 @@ final class RouteTable {
             context.endpoint = Endpoint { _, _, respond in respond(HTTPResponse(status: .noContent, headers: [("Allow", allow)])) }
         } else {
             context.endpoint = Endpoint(respond: Router.answer(.methodNotAllowed(request.method, path: request.path, allowed: allowed)))
+        }
+    }
+
+    /// The answer to a request no route takes: `CONNECT` and `TRACE` are methods reactord does not
+    /// implement whatever the target (501); anything else names nothing here (404).
+    private static func unrouted(_ request: HTTPRequest) -> Problem {
+        switch request.method {
+        case .connect, .trace: .notImplemented("reactord does not implement \(request.method.name)")
+        default: .notFound(request.path)
         }
     }
 
