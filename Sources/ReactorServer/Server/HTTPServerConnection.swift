@@ -28,7 +28,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         var isClosing = false
         /// The newest request that may change the state (anything but GET, HEAD and OPTIONS).
         var lastWriteSequence: UInt64?
-        /// Read after a write that is not answered yet: held back until it is (see `mustWait`).
+        /// Read after a write that is not answered yet: held back until it is (see `writeIsUnanswered`).
         var held: Deque<Held> = []
         var isDispatchingHeld = false
         /// The peer sent its last byte while requests were held: the last of them closes.
