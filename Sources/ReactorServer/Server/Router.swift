@@ -122,8 +122,8 @@ final class RouteTable {
             if request.method == .options && request.target == "*" {
                 // What the server allows in general: every method some route takes.
                 let methods = Set(routes.flatMap { $0.routes.map(\.method) })
-                let allowed = methods.map(\.name).sorted() + (methods.contains(.get) ? ["HEAD"] : []) + ["OPTIONS"]
-                let allow = allowed.joined(separator: ", ")
+                let allowed = Set(methods.map(\.name) + (methods.contains(.get) ? ["HEAD"] : []) + ["OPTIONS"])
+                let allow = allowed.sorted().joined(separator: ", ")
                 context.endpoint = Endpoint { _, _, respond in respond(HTTPResponse(status: .noContent, headers: [("Allow", allow)])) }
             } else {
                 context.endpoint = Endpoint(respond: Router.answer(Self.unrouted(request)))
