@@ -21,19 +21,7 @@ public enum HTTPPercentDecoding {
     /// parameter with U+FFFD in place of its bytes.
     static func decodesToUTF8(_ target: UnsafeBufferPointer<UInt8>) -> Bool {
         guard target.contains(where: { $0 == UInt8(ascii: "%") || $0 >= 0x80 }) else { return true }
-        var decoded: [UInt8] = []
-        decoded.reserveCapacity(target.count)
-        var index = 0
-        while index < target.count {
-            if target[index] == UInt8(ascii: "%"), index + 2 < target.count, let high = hexValue(target[index + 1]), let low = hexValue(target[index + 2]) {
-                decoded.append(high << 4 | low)
-                index += 3
-            } else {
-                decoded.append(target[index])
-                index += 1
-            }
-        }
-        return String(validating: decoded, as: UTF8.self) != nil
+        return decodedEscapes(target).flatMap { String(validating: $0, as: UTF8.self) } != nil
     }
 
     /// Decodes `%XX` escapes (and `+` as space for form-encoded queries). A malformed escape is kept
@@ -67,17 +55,23 @@ public enum HTTPPercentDecoding {
     /// Decodes `%XX` escapes, or nil when an escape is malformed or the bytes decoded are not
     /// UTF-8: for credentials in a URL, which must be taken exactly or not at all.
     static func decodeStrictly(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var utf8 = text.utf8[...]
-        while let byte = utf8.popFirst() {
+        decodedEscapes(text.utf8).flatMap { String(validating: $0, as: UTF8.self) }
+    }
+
+    /// The bytes `bytes` spell once their `%XX` escapes are decoded, or nil when an escape is malformed.
+    private static func decodedEscapes(_ bytes: some Collection<UInt8>) -> [UInt8]? {
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var rest = bytes[...]
+        while let byte = rest.popFirst() {
             guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
+                decoded.append(byte)
                 continue
             }
-            guard utf8.count >= 2, let high = hexValue(utf8.popFirst()!), let low = hexValue(utf8.popFirst()!) else { return nil }
-            bytes.append(high << 4 | low)
+            guard let high = rest.popFirst().flatMap(hexValue), let low = rest.popFirst().flatMap(hexValue) else { return nil }
+            decoded.append(high << 4 | low)
         }
-        return String(validating: bytes, as: UTF8.self)
+        return decoded
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
