@@ -112,26 +112,35 @@ class JournalFile:
     version: int
     records: list[Record]
     size: int
-    # Bytes after the last whole record (a torn tail), if any.
+    # Bytes after the last whole record (a torn tail), if any, up to the room.
     trailing: bytes
+    # Zero bytes at the end of the file: the room the open segment's writer keeps ahead.
+    room: int
+
+    @property
+    def records_end(self) -> int:
+        return self.size - self.room - len(self.trailing)
 
 
 def parse_file(path: Path) -> JournalFile:
-    """A segment or snapshot file: its header and every whole record (a torn tail is `trailing`)."""
+    """A segment or snapshot file: its header, every whole record (a torn tail is `trailing`), and the
+    zeroed room after them."""
     data = path.read_bytes()
     assert len(data) >= HEADER_SIZE, f"{path}: {len(data)} bytes, shorter than a header"
     magic = data[:4]
     format_, reserved, version = struct.unpack_from("<HHQ", data, 4)
+    # A record never ends with a zero byte (its payload is JSON): trailing zeros are room.
+    written = max(HEADER_SIZE, len(data.rstrip(b"\0")))
     records = []
     offset = HEADER_SIZE
-    while offset + RECORD_HEADER_SIZE <= len(data):
+    while offset + RECORD_HEADER_SIZE <= written:
         length, crc, record_version = struct.unpack_from("<IIQ", data, offset)
         end = offset + RECORD_HEADER_SIZE + length
-        if end > len(data):
+        if end > written:
             break
         records.append(Record(offset, length, crc, record_version, data[offset + RECORD_HEADER_SIZE : end]))
         offset = end
-    return JournalFile(magic, format_, reserved, version, records, len(data), data[offset:])
+    return JournalFile(magic, format_, reserved, version, records, len(data), data[offset:written], len(data) - written)
 
 
 def journaled_versions(data_dir: Path) -> list[int]:

@@ -107,10 +107,50 @@ public struct DataDirectory: Sendable {
         }
     }
 
-    func openForAppend(_ file: String, create: Bool) throws(EventLogError) -> Int32 {
-        let fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0o644)
+    /// Opens a journal segment for writing at chosen offsets (`pwrite`), not appending.
+    func openForWriting(_ file: String, create: Bool) throws(EventLogError) -> Int32 {
+        let fd = open(file, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0o644)
         guard fd >= 0 else { throw Self.error("cannot open", file) }
         return fd
+    }
+
+    func fileSize(_ fd: Int32, file: String) throws(EventLogError) -> Int {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw Self.error("cannot stat", file) }
+        return Int(status.st_size)
+    }
+
+    /// Writes `bytes` at `offset`, whatever the file's size.
+    func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>, at offset: Int, file: String) throws(EventLogError) {
+        if let code = faults?(.write, file) { throw Self.error("cannot write", file, code: code) }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { raw in
+                pwrite(fd, raw.baseAddress! + written, raw.count - written, off_t(offset + written))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Self.error("cannot write", file)
+            }
+            written += count
+        }
+    }
+
+    /// Writes zeros from `start` to `end`: room the journal's records are later written over.
+    func writeZeros(_ fd: Int32, from start: Int, to end: Int, file: String) throws(EventLogError) {
+        let zeros = [UInt8](repeating: 0, count: min(end - start, 1 << 16))
+        var offset = start
+        while offset < end {
+            let count = min(zeros.count, end - offset)
+            try writeAll(fd, zeros[..<count], at: offset, file: file)
+            offset += count
+        }
+    }
+
+    /// Makes a file's data durable, and its size if that changed, but not its times (`fdatasync`).
+    func syncData(_ fd: Int32, file: String) throws(EventLogError) {
+        if let code = faults?(.fsync, file) { throw Self.error("cannot fsync", file, code: code) }
+        guard fdatasync(fd) == 0 else { throw Self.error("cannot fsync", file) }
     }
 
     func writeAll(_ fd: Int32, _ bytes: [UInt8], file: String) throws(EventLogError) {

@@ -28,6 +28,9 @@ public enum JournalFormat {
     public static let recordHeaderSize = 16
     /// The largest payload a record may carry; a larger length can only be damage.
     public static let maxPayload = 1 << 30
+    /// The most bytes a journal writer has written and not yet synced: the extent of what a crash
+    /// can leave half written.
+    public static let maxUnsyncedBytes = 1 << 20
 
     public enum FileKind: Sendable {
         case segment, snapshot
@@ -86,9 +89,15 @@ public enum JournalFormat {
     }
 }
 
-/// Walks the records of a file's bytes (after its header), and tells how the file ends: cleanly,
-/// torn (the last record was cut short or never completed: what a crash mid-write leaves), or damaged
+/// Walks the records of a file's bytes (after its header), and tells how the file ends: cleanly
+/// (at the file's end, or where only zeros follow: the room a writer keeps ahead of its records),
+/// torn (the last write was cut short or never completed: what a crash mid-write leaves), or damaged
 /// (a bad record with more after it). Pure: the caller decides what a torn or damaged file means.
+///
+/// A crash while a write over zeroed room is unsynced can leave any of its disk sectors unwritten,
+/// so sound records may follow the torn one; its sign is a sector's worth of zeros where the record
+/// should be, and nothing but zeros `maxUnsyncedBytes` after it. Damage, a changed byte, leaves no
+/// such hole (a record holds at most seven zero bytes in a row: its JSON holds none).
 public struct JournalScanner {
     public enum Step: Equatable {
         case record(LogRecord, offset: Int)
@@ -118,10 +127,7 @@ public struct JournalScanner {
         let remaining = bytes.count - offset
         if remaining == 0 { return .end }
         let at = offset
-        if bytes[at...].allSatisfy({ $0 == 0 }) {
-            // A file extended with zeros (preallocation, or metadata written before data at a crash).
-            return .torn(offset: at, reason: "\(remaining) zero bytes after the last record")
-        }
+        if bytes[at...].allSatisfy({ $0 == 0 }) { return .end }
         guard remaining >= JournalFormat.recordHeaderSize else {
             return .torn(offset: at, reason: "a record header cut short (\(remaining) of \(JournalFormat.recordHeaderSize) bytes)")
         }
@@ -134,17 +140,46 @@ public struct JournalScanner {
             // a file, while a damaged length or checksum can sit anywhere, with records after it.
             guard length <= JournalFormat.maxPayload, end <= bytes.count else {
                 let reason = "a record of \(length) bytes runs past the end of the file"
+                if isUnfinishedWrite(at: at, end: end, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
                 return soundRecord(after: at, in: raw) ? .damaged(offset: at, reason: reason) : .torn(offset: at, reason: reason)
             }
             let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(at + 4 + 4)..<end]))
             guard computed == crc else {
                 let reason = "checksum mismatch in the record of version \(version) (stored \(hex(crc)), computed \(hex(computed)))"
+                if isUnfinishedWrite(at: at, end: end, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
                 return end == bytes.count && !soundRecord(after: at, in: raw) ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
             }
             expectedVersion = version + 1
             offset = end
             return .record(LogRecord(version: version, payload: Array(raw[(at + JournalFormat.recordHeaderSize)..<end])), offset: at)
         }
+    }
+
+    private static let unfinished = ", in a write that never wholly reached the disk"
+
+    /// Whether the bad record at `offset` (ending at `end` by its length) lies in a write a crash
+    /// left unfinished: the part of some disk sector that falls in the record, from its start on,
+    /// is still zeros, and nothing but zeros lies `maxUnsyncedBytes` or more after it.
+    private func isUnfinishedWrite(at offset: Int, end: Int, in raw: UnsafeRawBufferPointer) -> Bool {
+        let sector = 512
+        // A header of zeros is a sector that was never written, unless too little of it is left
+        // before the next sector: that one is looked at too.
+        let headerIsZeros = offset + JournalFormat.recordHeaderSize <= raw.count
+            && Self.allZero(raw, offset..<(offset + JournalFormat.recordHeaderSize))
+        let reach = min(raw.count, headerIsZeros ? offset + JournalFormat.recordHeaderSize + sector : end)
+        var hole = false
+        var sectorStart = offset / sector * sector
+        while !hole && sectorStart < reach {
+            let (from, to) = (max(offset, sectorStart), min(sectorStart + sector, raw.count))
+            hole = to - from >= 32 && Self.allZero(raw, from..<to)
+            sectorStart += sector
+        }
+        let settled = offset + JournalFormat.maxUnsyncedBytes
+        return hole && (settled >= raw.count || Self.allZero(raw, settled..<raw.count))
+    }
+
+    private static func allZero(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
+        UnsafeRawBufferPointer(rebasing: raw[range]).allSatisfy { $0 == 0 }
     }
 
     /// Whether a whole record with a later version than expected starts anywhere after `offset`:

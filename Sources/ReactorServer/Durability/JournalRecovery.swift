@@ -12,7 +12,8 @@ public struct JournalRecovery: Sendable {
         public var lastVersion: UInt64 = 0
         public var records = 0
         public var segments: [UInt64] = []
-        /// The segment appends continue in, and its size once verified (and repaired).
+        /// The segment appends continue in, and where its records end once verified (and repaired):
+        /// zeros may follow, room its writer kept ahead.
         public var lastSegment: (firstVersion: UInt64, size: Int)?
         /// Segments whose records all precede the snapshot: left by a crash before they were removed.
         public var obsoleteSegments: [UInt64] = []
@@ -95,6 +96,7 @@ public struct JournalRecovery: Sendable {
                     report.records += 1
                     expected += 1
                 case .end:
+                    size = scanner.offset
                     break scanning
                 case .torn(let offset, let reason):
                     guard isLast else {

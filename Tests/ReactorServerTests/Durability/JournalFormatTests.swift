@@ -101,15 +101,73 @@ final class JournalFormatTests: XCTestCase {
         XCTAssertEqual(offset, offsets[4])
     }
 
-    func testZerosAfterTheLastRecordAreATornTail() {
+    func testZerosAfterTheLastRecordAreTheWritersRoomNotATear() {
         var bytes = JournalFormat.header(.segment, version: 1)
         JournalFormat.append(LogRecord(version: 1, payload: [0x7B, 0x7D]), to: &bytes)
         let end = bytes.count
         bytes += [UInt8](repeating: 0, count: 4096)
         var scanner = JournalScanner(bytes: bytes)
         _ = scanner.next()
-        guard case .torn(let offset, _) = scanner.next() else { return XCTFail("zeros are torn") }
-        XCTAssertEqual(offset, end)
+        XCTAssertEqual(scanner.next(), .end)
+        XCTAssertEqual(scanner.offset, end, "the records end where the zeros start")
+    }
+
+    /// Records 1-3 synced, then one write of records 4-9 over zeroed room, of which a crash kept
+    /// some disk sectors and not others.
+    private func unfinishedWrite(room: Int = 8192) -> (bytes: [UInt8], offsets: [Int]) {
+        var bytes = JournalFormat.header(.segment, version: 1)
+        var offsets: [Int] = []
+        for version in 1...9 {
+            offsets.append(bytes.count)
+            let payload = #"{"type":"set","path":"/p\#(version)","value":"\#(String(repeating: "x", count: 300))"}"#
+            JournalFormat.append(LogRecord(version: UInt64(version), payload: Array(payload.utf8)), to: &bytes)
+        }
+        bytes += [UInt8](repeating: 0, count: room)
+        return (bytes, offsets)
+    }
+
+    func testASectorOfTheLastWriteLeftUnwrittenIsATearEvenWithSoundRecordsAfterIt() {
+        var (bytes, offsets) = unfinishedWrite()
+        // The disk sector holding the starts of records 4 and 5 was not written (what it holds of
+        // record 3, synced before, stays); the sectors of records 6 to 9 were.
+        let sector = (offsets[4] / 512) * 512
+        XCTAssertTrue(sector < offsets[3] && offsets[4] < sector + 512 && offsets[5] >= sector + 512)
+        for index in max(sector, offsets[3])..<(sector + 512) { bytes[index] = 0 }
+        var scanner = JournalScanner(bytes: bytes)
+        var read: [UInt64] = []
+        var step = scanner.next()
+        while case .record(let record, _) = step {
+            read.append(record.version)
+            step = scanner.next()
+        }
+        guard case .torn(let offset, let reason) = step else { return XCTFail("a hole in the last write is a tear: \(step)") }
+        XCTAssertLessThan(read.count, 5)
+        XCTAssertEqual(offset, offsets[read.count])
+        XCTAssertTrue(reason.contains("never wholly reached the disk"), reason)
+    }
+
+    func testAHoleFollowedByDataBeyondOneWritesReachIsDamage() {
+        var (bytes, offsets) = unfinishedWrite(room: JournalFormat.maxUnsyncedBytes + 4096)
+        let sector = (offsets[5] / 512 + 1) * 512
+        for index in sector..<(sector + 512) { bytes[index] = 0 }
+        // A sound record far beyond what one unsynced write can reach: not what a crash leaves.
+        var far: [UInt8] = []
+        JournalFormat.append(LogRecord(version: 10, payload: Array("{}".utf8)), to: &far)
+        let at = offsets[5] + JournalFormat.maxUnsyncedBytes + 100
+        bytes.replaceSubrange(at..<(at + far.count), with: far)
+        var scanner = JournalScanner(bytes: bytes)
+        for _ in 0..<5 { _ = scanner.next() }
+        guard case .damaged(let offset, _) = scanner.next() else { return XCTFail("data beyond one write's reach is damage") }
+        XCTAssertEqual(offset, offsets[5])
+    }
+
+    func testAChangedByteWithRecordsAfterItIsDamageEvenWithRoomAfter() {
+        var (bytes, offsets) = unfinishedWrite()
+        bytes[offsets[2] + JournalFormat.recordHeaderSize + 40] ^= 0x01
+        var scanner = JournalScanner(bytes: bytes)
+        for _ in 0..<2 { _ = scanner.next() }
+        guard case .damaged(let offset, _) = scanner.next() else { return XCTFail("a changed byte is damage, not a tear") }
+        XCTAssertEqual(offset, offsets[2])
     }
 
     func testHeadersOfTheWrongKindOrFormatAreRefused() {

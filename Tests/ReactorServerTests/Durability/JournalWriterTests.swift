@@ -1,0 +1,87 @@
+import Foundation
+@testable import ReactorServer
+import XCTest
+
+/// The journal's writer on disk: the zeroed room it keeps ahead of its records when it syncs, and
+/// that recovery continues where the records end, whether the writer closed or was cut off.
+final class JournalWriterTests: XCTestCase {
+    private var root: String!
+
+    override func setUpWithError() throws {
+        root = NSTemporaryDirectory() + "reactor-writer-\(UUID().uuidString)"
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    private func records(_ versions: ClosedRange<UInt64>) -> [LogRecord] {
+        versions.map { LogRecord(version: $0, payload: Array(#"{"type":"increment","path":"/n","by":\#($0)}"#.utf8)) }
+    }
+
+    private func fileSize(_ path: String) throws -> Int {
+        try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+    }
+
+    private func recover(_ directory: DataDirectory) throws -> (versions: [UInt64], report: JournalRecovery.Report) {
+        var versions: [UInt64] = []
+        let report = try JournalRecovery(directory: directory).read(repair: true, restore: { _ in }, replay: { versions.append($0.version) })
+        return (versions, report)
+    }
+
+    private func newDirectory() throws -> DataDirectory {
+        let directory = DataDirectory(path: root)
+        try directory.create()
+        try FileEventLog.writeSnapshot(LogRecord(version: 0, payload: Array("{}".utf8)), in: directory, removingSegments: [], snapshots: [])
+        return directory
+    }
+
+    func testSyncedAppendsWriteOverZeroedRoomAndACloseCutsItOff() throws {
+        let directory = try newDirectory()
+        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: 1)
+        XCTAssertEqual(try writer.append(records(1...3), policy: .batch).get(), [])
+        let segment = directory.segmentPath(firstVersion: 1)
+        let recordsEnd = JournalFormat.headerSize + records(1...3).reduce(0) { $0 + JournalFormat.encodedSize($1) }
+        XCTAssertEqual(try fileSize(segment), recordsEnd + JournalWriter.roomStep, "zeroed room follows the records")
+
+        // Cut off without closing, as by a crash: the room stays, and is read as the end.
+        var (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, [1, 2, 3])
+        XCTAssertEqual(report.warnings, [])
+        XCTAssertEqual(report.lastSegment?.size, recordsEnd)
+
+        let resumed = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: report.lastSegment, nextVersion: 4)
+        XCTAssertEqual(try resumed.append(records(4...5), policy: .batch).get(), [])
+        XCTAssertEqual(try fileSize(segment), recordsEnd + JournalWriter.roomStep, "written over the room, which was big enough")
+        resumed.close()
+        (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, [1, 2, 3, 4, 5])
+        XCTAssertEqual(try fileSize(segment), report.lastSegment?.size, "a closed segment ends with its records")
+        XCTAssertEqual(report.warnings, [])
+    }
+
+    func testAFullSegmentIsCutToItsRecordsAndUnsyncedAppendsKeepNoRoom() throws {
+        let directory = try newDirectory()
+        let writer = try JournalWriter(directory: directory, segmentLimit: 1024, lastSegment: nil, nextVersion: 1)
+        var started: [UInt64] = []
+        for version in stride(from: UInt64(1), through: 40, by: 4) {
+            started += try writer.append(records(version...(version + 3)), policy: .batch).get()
+        }
+        XCTAssertFalse(started.isEmpty)
+        let segments = try directory.segmentVersions()
+        for first in segments.dropLast() {
+            let size = try fileSize(directory.segmentPath(firstVersion: first))
+            XCTAssertLessThanOrEqual(size, 1024, "segment \(first) was cut to its records")
+        }
+        XCTAssertLessThanOrEqual(try fileSize(directory.segmentPath(firstVersion: segments.last!)), 1024, "the room stops at the segment's limit")
+        writer.close()
+
+        let unsynced = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: try recover(directory).report.lastSegment, nextVersion: 41)
+        XCTAssertEqual(try unsynced.append(records(41...42), policy: .never).get(), [])
+        let last = directory.segmentPath(firstVersion: try XCTUnwrap(directory.segmentVersions().last))
+        let (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, Array(1...42))
+        XCTAssertEqual(try fileSize(last), report.lastSegment?.size, "without syncs, nothing bounds what a crash leaves unwritten: no room")
+        unsynced.close()
+    }
+}
