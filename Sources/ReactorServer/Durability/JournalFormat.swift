@@ -97,7 +97,7 @@ public enum JournalFormat {
 /// A crash while a write over zeroed room is unsynced can leave any of its disk sectors unwritten,
 /// so sound records may follow the torn one; its sign is a sector's worth of zeros where the record
 /// should be, and nothing but zeros `maxUnsyncedBytes` after it. Damage, a changed byte, leaves no
-/// such hole (a record holds at most seven zero bytes in a row: its JSON holds none).
+/// such hole (a record holds at most nine zero bytes in a row: its JSON holds none).
 public struct JournalScanner {
     public enum Step: Equatable {
         case record(LogRecord, offset: Int)
@@ -141,13 +141,13 @@ public struct JournalScanner {
             guard length <= JournalFormat.maxPayload, end <= bytes.count else {
                 let reason = "a record of \(length) bytes runs past the end of the file"
                 if isUnfinishedWrite(at: at, end: end, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
-                return soundRecord(after: at, in: raw) ? .damaged(offset: at, reason: reason) : .torn(offset: at, reason: reason)
+                return soundRecord(after: at, in: raw) != nil ? .damaged(offset: at, reason: reason) : .torn(offset: at, reason: reason)
             }
             let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(at + 4 + 4)..<end]))
             guard computed == crc else {
                 let reason = "checksum mismatch in the record of version \(version) (stored \(hex(crc)), computed \(hex(computed)))"
                 if isUnfinishedWrite(at: at, end: end, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
-                return end == bytes.count && !soundRecord(after: at, in: raw) ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
+                return end == bytes.count && soundRecord(after: at, in: raw) == nil ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
             }
             expectedVersion = version + 1
             offset = end
@@ -158,20 +158,23 @@ public struct JournalScanner {
     private static let unfinished = ", in a write that never wholly reached the disk"
 
     /// Whether the bad record at `offset` (ending at `end` by its length) lies in a write a crash
-    /// left unfinished: the part of some disk sector that falls in the record, from its start on,
-    /// is still zeros, and nothing but zeros lies `maxUnsyncedBytes` or more after it.
+    /// left unfinished: between its start and the next sound record, the part of some disk sector
+    /// from the record's start on is still zeros, and nothing but zeros lies `maxUnsyncedBytes` or
+    /// more after it. (Past the next sound record, zeros are the room, whatever a damaged length
+    /// claims.)
     private func isUnfinishedWrite(at offset: Int, end: Int, in raw: UnsafeRawBufferPointer) -> Bool {
         let sector = 512
         // A header of zeros is a sector that was never written, unless too little of it is left
         // before the next sector: that one is looked at too.
         let headerIsZeros = offset + JournalFormat.recordHeaderSize <= raw.count
             && Self.allZero(raw, offset..<(offset + JournalFormat.recordHeaderSize))
-        let reach = min(raw.count, headerIsZeros ? offset + JournalFormat.recordHeaderSize + sector : end)
+        let limit = min(soundRecord(after: offset, in: raw) ?? raw.count, headerIsZeros ? offset + JournalFormat.recordHeaderSize + sector : end)
         var hole = false
         var sectorStart = offset / sector * sector
-        while !hole && sectorStart < reach {
+        while !hole && sectorStart < limit {
             let (from, to) = (max(offset, sectorStart), min(sectorStart + sector, raw.count))
-            hole = to - from >= 32 && Self.allZero(raw, from..<to)
+            // A whole record header's worth: a sound record holds at most nine zero bytes in a row.
+            hole = to - from >= JournalFormat.recordHeaderSize && Self.allZero(raw, from..<to)
             sectorStart += sector
         }
         let settled = offset + JournalFormat.maxUnsyncedBytes
@@ -182,10 +185,10 @@ public struct JournalScanner {
         UnsafeRawBufferPointer(rebasing: raw[range]).allSatisfy { $0 == 0 }
     }
 
-    /// Whether a whole record with a later version than expected starts anywhere after `offset`:
-    /// each position is tried cheaply (a plausible version and length) before its checksum is.
-    private func soundRecord(after offset: Int, in raw: UnsafeRawBufferPointer) -> Bool {
-        guard let expected = expectedVersion else { return false }
+    /// Where the first whole record with a later version than expected starts after `offset`, if
+    /// one does: each position is tried cheaply (a plausible version and length) before its checksum is.
+    private func soundRecord(after offset: Int, in raw: UnsafeRawBufferPointer) -> Int? {
+        guard let expected = expectedVersion else { return nil }
         var candidate = offset + 1
         while candidate + JournalFormat.recordHeaderSize <= raw.count {
             let version = UInt64(littleEndianBytes: raw, at: candidate + 8)
@@ -193,11 +196,11 @@ public struct JournalScanner {
             let end = candidate + JournalFormat.recordHeaderSize + length
             if version > expected, version - expected <= UInt64(raw.count), end <= raw.count,
                CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(candidate + 8)..<end])) == UInt32(littleEndianBytes: raw, at: candidate + 4) {
-                return true
+                return candidate
             }
             candidate += 1
         }
-        return false
+        return nil
     }
 
     private func hex(_ value: UInt32) -> String {

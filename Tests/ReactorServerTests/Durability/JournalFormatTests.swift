@@ -162,12 +162,15 @@ final class JournalFormatTests: XCTestCase {
     }
 
     func testAChangedByteWithRecordsAfterItIsDamageEvenWithRoomAfter() {
-        var (bytes, offsets) = unfinishedWrite()
-        bytes[offsets[2] + JournalFormat.recordHeaderSize + 40] ^= 0x01
-        var scanner = JournalScanner(bytes: bytes)
-        for _ in 0..<2 { _ = scanner.next() }
-        guard case .damaged(let offset, _) = scanner.next() else { return XCTFail("a changed byte is damage, not a tear") }
-        XCTAssertEqual(offset, offsets[2])
+        // In the payload; in the length, making the record reach into the room or past the file.
+        for (at, mask) in [(JournalFormat.recordHeaderSize + 40, UInt8(0x01)), (1, 0x10), (3, 0x40)] {
+            var (bytes, offsets) = unfinishedWrite()
+            bytes[offsets[2] + at] ^= mask
+            var scanner = JournalScanner(bytes: bytes)
+            for _ in 0..<2 { _ = scanner.next() }
+            guard case .damaged(let offset, _) = scanner.next() else { return XCTFail("byte \(at): a changed byte is damage, not a tear") }
+            XCTAssertEqual(offset, offsets[2])
+        }
     }
 
     func testHeadersOfTheWrongKindOrFormatAreRefused() {
