@@ -183,6 +183,8 @@ struct Settings {
             guard segmentBytes >= 4096 else { throw ConfigurationError("segment-bytes must be at least 4096") }
             log.segmentBytes = segmentBytes
         }
+        // The events a restart replays refill the resume window: keep as many as it holds.
+        if let resumeWindow { log.recentRecords = max(log.recentRecords, resumeWindow) }
         let storage = try snapshotIntervals()
         guard let dataDir, !dataDir.isEmpty else { return nil }
         return (dataDir, log, storage)

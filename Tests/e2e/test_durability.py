@@ -47,6 +47,7 @@ from journal import (
     snapshot_versions,
     state_and_version,
 )
+from sse import finished_stream
 from subscriptions import EventGenerator, apply_patch, assert_silent, next_json, strict_equal, subscribe
 
 FIRST_SEGMENT = "journal/00000000000000000001.log"
@@ -970,6 +971,47 @@ def test_every_fsync_mode_acknowledges_and_survives(reactord, data_dir, mode, en
     assert state_and_version(server) == (state, version)
     assert not torn_warnings(server)
     assert [line["version"] for line in all_history(server)] == list(range(1, 38))
+
+
+@pytest.mark.parametrize("ending", ["sigterm", "kill"])
+def test_a_subscriber_resumes_across_a_restart(reactord, data_dir, ending):
+    """The journal's last events, replayed at start-up, fill the resume window again: a client that
+    reconnects after a restart gets what it missed as patches (WebSocket `since`, SSE
+    `Last-Event-ID`), as it would have without the restart, not a snapshot."""
+    server = start(reactord, data_dir, "--snapshot-events", "20")
+    for i in range(30):
+        assert fire(server, {"type": "set", "path": f"/k{i % 7}", "value": {"i": i, "l": [i] * (i % 3)}}) == i + 1
+    at_24 = state_and_version(server, "?version=24")[0]
+    wait_until(lambda: snapshot_versions(data_dir)[-1] == 20, 10, message="the snapshot of version 20")
+    if ending == "sigterm":
+        stop(server)
+    else:
+        server.kill()
+    assert snapshot_versions(data_dir)[-1] == 20
+    server = start(reactord, data_dir, "--snapshot-events", "20")
+    state, version = state_and_version(server)
+    assert version == 30
+    assert fire(server, {"type": "increment", "path": "/n"}) == 31
+    state = {**state, "n": 1}
+
+    with subscribe(server, since=24) as ws:
+        mirror = at_24
+        for expected in range(25, 32):
+            message = next_json(ws)
+            assert message["type"] == "patch" and message["version"] == expected, (expected, message)
+            mirror = apply_patch(mirror, message["ops"])
+        assert_silent(ws, 0.3)
+    assert strict_equal(mirror, state), (mirror, state)
+
+    status, _, records = finished_stream(server, "/stream", "-H", "Last-Event-ID: 27")
+    assert status == 200
+    data = [record for record in records if "data" in record]
+    assert [(r["id"], r["event"]) for r in data] == [(str(v), "patch") for v in range(28, 32)]
+
+    # Before the snapshot the start-up began from (version 20), the window holds nothing.
+    with subscribe(server, since=12) as ws:
+        message = next_json(ws)
+        assert message["type"] == "snapshot" and message["version"] == 31 and message.get("resumed") is False, message
 
 
 # ---------------------------------------------------------------------------------------------

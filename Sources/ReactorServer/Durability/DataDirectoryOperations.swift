@@ -27,11 +27,22 @@ public enum DataDirectoryOperations {
                 unlink(directory.snapshotsPath + "/" + name)
             }
             var state = initialState
-            let report = try read(directory, repair: true, restore: { state = try StateType(snapshot: $0) }, replay: { try state.replay($0) })
+            // The changes of the last events replayed, for the resume window (a state that keeps no
+            // account of its changes leaves it empty).
+            var replayed = TransitionWindow(capacity: options.recentRecords)
+            let report = try read(directory, repair: true, restore: { state = try StateType(snapshot: $0) }, replay: { record in
+                try state.replay(record)
+                if let changes = state.lastChanges {
+                    replayed.append(.init(version: record.version, operations: changes))
+                } else {
+                    replayed.removeAll()
+                }
+            })
             for warning in report.warnings {
                 logger.warning("the journal's last record was cut short or is damaged, and is cut off: a write a crash tore, never acknowledged; or damage, and then the event it held is lost", metadata: ["where": "\(warning)"])
             }
             let log = try FileEventLog(directory: directory, lockFD: lock, report: report, loop: loop, options: options)
+            log.replayedTransitions = replayed.inOrder
             logger.notice("recovered", metadata: [
                 "directory": "\(directory.path)", "snapshot": "\(report.snapshotVersion)",
                 "replayed": "\(report.records)", "version": "\(report.lastVersion)",

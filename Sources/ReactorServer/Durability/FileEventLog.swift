@@ -33,6 +33,9 @@ public final class FileEventLog: EventLog {
     /// The first version of each segment on disk, in order.
     private var segments: [UInt64]
     private var recent: Deque<LogRecord> = []
+    /// The changes of the last events replayed at start-up, up to `lastVersion`, for the server's
+    /// resume window; handed over once (`takeReplayedTransitions`).
+    var replayedTransitions: [TransitionWindow.Transition] = []
 
     public private(set) var statistics = EventLogStatistics()
     private var appending = false
@@ -70,6 +73,11 @@ public final class FileEventLog: EventLog {
     deinit {
         writer.close()
         if lockFD >= 0 { Foundation.close(lockFD) }
+    }
+
+    func takeReplayedTransitions() -> [TransitionWindow.Transition] {
+        defer { replayedTransitions = [] }
+        return replayedTransitions
     }
 
     // MARK: Appending

@@ -108,6 +108,14 @@ final class SubscriptionHub<StateType: HostedState> {
         send(operations, previous: previous, current: json, version: newVersion)
     }
 
+    /// Keeps `transitions`, the last of which led to the state held, in the resume window: the
+    /// events a journal replayed at start-up, so that a subscriber reconnecting after a restart
+    /// resumes with what it missed rather than a snapshot. Before anything else is held there.
+    func remember(_ transitions: [TransitionWindow.Transition]) {
+        guard held.hasState, transitions.last?.version == held.version, held.window.inOrder.isEmpty else { return }
+        for transition in transitions { held.window.append(transition) }
+    }
+
     /// A transition known by its operations alone, which take the state at `version` to the one at
     /// `newVersion`: what a journal's pipeline hands over for the events of a group but its last, so
     /// that it keeps no state per event (see `CommitPipeline.Entry`). The JSON, where a selection

@@ -27,6 +27,16 @@ struct TransitionWindow {
         }
     }
 
+    mutating func removeAll() {
+        ring.removeAll()
+        start = 0
+    }
+
+    /// Every transition held, oldest first.
+    var inOrder: [Transition] {
+        (0..<ring.count).map { ring[(start + $0) % ring.count] }
+    }
+
     /// The transitions after `since` up to `current`, in order; nil when the window no longer holds
     /// them all (or `since` is ahead of `current`).
     func transitions(after since: UInt64, current: UInt64) -> [Transition]? {
