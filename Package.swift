@@ -79,6 +79,7 @@ let package = Package(
         .executableTarget(name: "fuzz-websocket-frames", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/WebSocketFrameFuzzer"),
         .executableTarget(name: "fuzz-stream-entries", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/StreamEntryFuzzer"),
         .executableTarget(name: "fuzz-json", dependencies: ["ReactorJSON", "FuzzSupport"], path: "Tests/Fuzz/JSONFuzzer"),
+        .executableTarget(name: "fuzz-journal", dependencies: ["ReactorServer", "FuzzSupport"], path: "Tests/Fuzz/JournalFuzzer"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         // What the test targets share (a seeded random number generator).
         .target(name: "TestSupport", path: "Tests/Support"),

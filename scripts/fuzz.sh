@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets (the HTTP request assembly, the WebSocket frame decoder, the cluster
-# stream's record groups, the JSON parser) for FUZZ_SECONDS each (default 30), with AddressSanitizer.
+# stream's record groups, the JSON parser, the journal's records) for FUZZ_SECONDS each (default
+# 30), with AddressSanitizer.
 # A crash leaves its input in .build-fuzz/crashes; replay it with a plain build: swift run
 # fuzz-http-request <file>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 SECONDS_EACH=${FUZZ_SECONDS:-30}
-targets=(fuzz-http-request fuzz-websocket-frames fuzz-stream-entries fuzz-json)
+targets=(fuzz-http-request fuzz-websocket-frames fuzz-stream-entries fuzz-json fuzz-journal)
 # libFuzzer without its main: SwiftPM gives every executable an entry point of its own, which hands
 # over to LLVMFuzzerRunDriver (Tests/Fuzz/Support).
 toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swiftc)")")")

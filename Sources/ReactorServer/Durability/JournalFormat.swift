@@ -95,9 +95,10 @@ public enum JournalFormat {
 /// (a bad record with more after it). Pure: the caller decides what a torn or damaged file means.
 ///
 /// A crash while a write over zeroed room is unsynced can leave any of its disk sectors unwritten,
-/// so sound records may follow the torn one; its sign is a sector's worth of zeros where the record
-/// should be, and nothing but zeros `maxUnsyncedBytes` after it. Damage, a changed byte, leaves no
-/// such hole (a record holds at most nine zero bytes in a row: its JSON holds none).
+/// so sound records may follow the torn one; its sign is zeros where the record should be, to the
+/// end of a disk sector, and nothing but zeros `maxUnsyncedBytes` after it. Damage, a changed byte,
+/// leaves no such hole (a record's JSON holds no zero byte), unless the record's first bytes end a
+/// sector and are zero (a length's low byte, for a length that is a multiple of 256).
 public struct JournalScanner {
     public enum Step: Equatable {
         case record(LogRecord, offset: Int)
@@ -159,22 +160,17 @@ public struct JournalScanner {
 
     /// Whether the bad record at `offset` (ending at `end` by its length) lies in a write a crash
     /// left unfinished: between its start and the next sound record, the part of some disk sector
-    /// from the record's start on is still zeros, and nothing but zeros lies `maxUnsyncedBytes` or
-    /// more after it. (Past the next sound record, zeros are the room, whatever a damaged length
-    /// claims.)
+    /// from the record's start on is still zeros (the rest of the record's first sector, or a whole
+    /// sector after it), and nothing but zeros lies `maxUnsyncedBytes` or more after it. Past the
+    /// next sound record, zeros are the room, whatever a damaged length claims.
     private func isUnfinishedWrite(at offset: Int, end: Int, in raw: UnsafeRawBufferPointer) -> Bool {
         let sector = 512
-        // A header of zeros is a sector that was never written, unless too little of it is left
-        // before the next sector: that one is looked at too.
-        let headerIsZeros = offset + JournalFormat.recordHeaderSize <= raw.count
-            && Self.allZero(raw, offset..<(offset + JournalFormat.recordHeaderSize))
-        let limit = min(soundRecord(after: offset, in: raw) ?? raw.count, headerIsZeros ? offset + JournalFormat.recordHeaderSize + sector : end)
+        let limit = min(soundRecord(after: offset, in: raw) ?? raw.count, max(end, offset + 1))
         var hole = false
         var sectorStart = offset / sector * sector
         while !hole && sectorStart < limit {
             let (from, to) = (max(offset, sectorStart), min(sectorStart + sector, raw.count))
-            // A whole record header's worth: a sound record holds at most nine zero bytes in a row.
-            hole = to - from >= JournalFormat.recordHeaderSize && Self.allZero(raw, from..<to)
+            hole = to > from && Self.allZero(raw, from..<to)
             sectorStart += sector
         }
         let settled = offset + JournalFormat.maxUnsyncedBytes

@@ -146,6 +146,26 @@ final class JournalFormatTests: XCTestCase {
         XCTAssertTrue(reason.contains("never wholly reached the disk"), reason)
     }
 
+    /// The last write starts 6 bytes before a sector's end, and only that sector was not written:
+    /// the first record's header is zeros up to the sector's end (its length, half its checksum),
+    /// its own bytes after it.
+    func testAnUnwrittenSectorThatEndsInsideARecordsHeaderIsATear() {
+        var bytes = JournalFormat.header(.segment, version: 1)
+        let fill = 506 - bytes.count - JournalFormat.recordHeaderSize
+        JournalFormat.append(LogRecord(version: 1, payload: Array(repeating: UInt8(ascii: "a"), count: fill)), to: &bytes)
+        let syncedEnd = bytes.count
+        XCTAssertEqual(syncedEnd % 512, 506)
+        for version in 2...6 {
+            JournalFormat.append(LogRecord(version: UInt64(version), payload: Array(#"{"v":"\#(String(repeating: "b", count: 200))"}"#.utf8)), to: &bytes)
+        }
+        bytes += [UInt8](repeating: 0, count: 4096)
+        for index in syncedEnd..<512 { bytes[index] = 0 }
+        var scanner = JournalScanner(bytes: bytes)
+        guard case .record = scanner.next() else { return XCTFail("the synced record reads") }
+        guard case .torn(let offset, _) = scanner.next() else { return XCTFail("a header cut by an unwritten sector is a tear") }
+        XCTAssertEqual(offset, syncedEnd)
+    }
+
     func testAHoleFollowedByDataBeyondOneWritesReachIsDamage() {
         var (bytes, offsets) = unfinishedWrite(room: JournalFormat.maxUnsyncedBytes + 4096)
         let sector = (offsets[5] / 512 + 1) * 512

@@ -1,0 +1,84 @@
+import FuzzSupport
+import ReactorServer
+
+/// The properties fuzzed, for the journal's records (`JournalFormat`, `JournalScanner`): any bytes
+/// after a segment's header are read without trapping, and every record read is one that is whole
+/// and sound there; records written over zeroed room read back whole, with the room as the
+/// end; and a crash in the middle of the last write over the room (any of its disk sectors left
+/// unwritten) never reads as damage: everything synced before it reads back, then a tear or the end.
+func check(_ bytes: UnsafeRawBufferPointer) {
+    let input = Array(bytes)
+    let header = JournalFormat.header(.segment, version: 1)
+
+    // Any bytes: each record read is whole and sound where it was found, one after the other (that
+    // their versions follow one another is recovery's to check).
+    let file = header + input
+    var scanner = JournalScanner(bytes: file)
+    var next = JournalFormat.headerSize
+    scanning: while true {
+        switch scanner.next() {
+        case .record(let record, let offset):
+            var encoded: [UInt8] = []
+            JournalFormat.append(record, to: &encoded)
+            precondition(offset == next && Array(file[offset..<(offset + encoded.count)]) == encoded, "a record that is not what the file holds")
+            next = offset + encoded.count
+        case .end:
+            precondition(file[scanner.offset...].allSatisfy { $0 == 0 }, "an end before what is not zeros")
+            break scanning
+        case .torn(let offset, _), .damaged(let offset, _):
+            precondition(offset >= JournalFormat.headerSize && offset < file.count, "a tear or damage outside the file")
+            break scanning
+        }
+    }
+
+    // Records from the input (split at 0xFF; JSON is never empty and holds no zero byte), the first `synced` of them
+    // synced, the rest one write over the room, of whose disk sectors a crash kept those `kept` says.
+    guard input.count >= 3 else { return }
+    let (synced, kept) = (Int(input[0] % 16), UInt16(input[1]) | UInt16(input[2]) << 8)
+    let payloads = input.dropFirst(3).split(separator: 0xFF, omittingEmptySubsequences: false).prefix(64)
+        .map { $0.isEmpty ? [UInt8(ascii: "0")] : $0.map { $0 == 0 ? 1 : $0 } }
+    var segment = header
+    var syncedEnd = header.count
+    for (index, payload) in payloads.enumerated() {
+        JournalFormat.append(LogRecord(version: UInt64(index + 1), payload: payload), to: &segment)
+        if index + 1 == synced { syncedEnd = segment.count }
+    }
+    let writeEnd = segment.count
+    segment += [UInt8](repeating: 0, count: 1024 + Int(input[0]) * 8)
+    var clean = JournalScanner(bytes: segment)
+    for version in 1...payloads.count {
+        guard case .record(let record, _) = clean.next(), record.version == UInt64(version) else { preconditionFailure("a written record did not read back") }
+    }
+    precondition(clean.next() == .end && clean.offset == writeEnd, "the room is not read as the end")
+    if synced >= payloads.count { return }
+    let sector = 512
+    var sectorStart = syncedEnd / sector * sector
+    while sectorStart < writeEnd {
+        if kept & (1 << ((sectorStart / sector) % 16)) == 0 {
+            for index in max(sectorStart, syncedEnd)..<min(sectorStart + sector, segment.count) { segment[index] = 0 }
+        }
+        sectorStart += sector
+    }
+    var crashed = JournalScanner(bytes: segment)
+    var read = 0
+    while true {
+        switch crashed.next() {
+        case .record(let record, _):
+            read += 1
+            precondition(record.version == UInt64(read) && record.payload == payloads[read - 1], "a record that was not written")
+            continue
+        case .damaged(let offset, let reason):
+            preconditionFailure("a crash in the last write read as damage at \(offset): \(reason)")
+        case .end, .torn:
+            precondition(read >= synced, "a synced record was lost")
+        }
+        break
+    }
+}
+
+@main
+enum JournalFuzzer {
+    static func main() throws {
+        try runFuzzer(check)
+    }
+}
