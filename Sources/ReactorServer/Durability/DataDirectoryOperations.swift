@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import Logging
 
@@ -28,12 +29,16 @@ public enum DataDirectoryOperations {
             }
             var state = initialState
             // The changes of the last events replayed, for the resume window (a state that keeps no
-            // account of its changes leaves it empty).
-            var replayed = TransitionWindow(capacity: options.recentRecords)
+            // account of its changes leaves it empty). Only those of the last segment and the events
+            // just before it can be among the last `recentRecords`: the others are not kept at all.
+            var replayed: Deque<(version: UInt64, changes: [JSONPatchOperation])> = []
+            let keptFrom = (segments.last ?? 0) - min(segments.last ?? 0, UInt64(options.recentRecords) + 1)
             let report = try read(directory, repair: true, restore: { state = try StateType(snapshot: $0) }, replay: { record in
                 try state.replay(record)
+                guard record.version >= keptFrom else { return }
                 if let changes = state.lastChanges {
-                    replayed.append(.init(version: record.version, operations: changes))
+                    replayed.append((record.version, changes))
+                    if replayed.count > options.recentRecords { replayed.removeFirst() }
                 } else {
                     replayed.removeAll()
                 }
@@ -42,7 +47,7 @@ public enum DataDirectoryOperations {
                 logger.warning("the journal's last record was cut short or is damaged, and is cut off: a write a crash tore, never acknowledged; or damage, and then the event it held is lost", metadata: ["where": "\(warning)"])
             }
             let log = try FileEventLog(directory: directory, lockFD: lock, report: report, loop: loop, options: options)
-            log.replayedTransitions = replayed.inOrder
+            log.replayedChanges = Array(replayed)
             logger.notice("recovered", metadata: [
                 "directory": "\(directory.path)", "snapshot": "\(report.snapshotVersion)",
                 "replayed": "\(report.records)", "version": "\(report.lastVersion)",

@@ -34,8 +34,8 @@ public final class FileEventLog: EventLog {
     private var segments: [UInt64]
     private var recent: Deque<LogRecord> = []
     /// The changes of the last events replayed at start-up, up to `lastVersion`, for the server's
-    /// resume window; handed over once (`takeReplayedTransitions`).
-    var replayedTransitions: [TransitionWindow.Transition] = []
+    /// resume window; handed over once (`takeReplayedChanges`).
+    var replayedChanges: [(version: UInt64, changes: [JSONPatchOperation])] = []
 
     public private(set) var statistics = EventLogStatistics()
     private var appending = false
@@ -75,9 +75,9 @@ public final class FileEventLog: EventLog {
         if lockFD >= 0 { Foundation.close(lockFD) }
     }
 
-    func takeReplayedTransitions() -> [TransitionWindow.Transition] {
-        defer { replayedTransitions = [] }
-        return replayedTransitions
+    func takeReplayedChanges() -> [(version: UInt64, changes: [JSONPatchOperation])] {
+        defer { replayedChanges = [] }
+        return replayedChanges
     }
 
     // MARK: Appending

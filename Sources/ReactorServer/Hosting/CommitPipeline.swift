@@ -142,7 +142,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         }
         let (version, state) = published.current
         hub.update(with: state, version: version)
-        if let journal = log as? FileEventLog { hub.remember(journal.takeReplayedTransitions()) }
+        if let journal = log as? FileEventLog { hub.remember(journal.takeReplayedChanges()) }
         if let shared {
             joinedHead = shared.lastVersion
             shared.onRecords = { [unowned self] records in received(records) }

@@ -111,9 +111,9 @@ final class SubscriptionHub<StateType: HostedState> {
     /// Keeps `transitions`, the last of which led to the state held, in the resume window: the
     /// events a journal replayed at start-up, so that a subscriber reconnecting after a restart
     /// resumes with what it missed rather than a snapshot. Before anything else is held there.
-    func remember(_ transitions: [TransitionWindow.Transition]) {
+    func remember(_ transitions: [(version: UInt64, changes: [JSONPatchOperation])]) {
         guard held.hasState, transitions.last?.version == held.version, held.window.inOrder.isEmpty else { return }
-        for transition in transitions { held.window.append(transition) }
+        for (version, changes) in transitions { held.window.append(.init(version: version, operations: changes)) }
     }
 
     /// A transition known by its operations alone, which take the state at `version` to the one at

@@ -27,11 +27,6 @@ struct TransitionWindow {
         }
     }
 
-    mutating func removeAll() {
-        ring.removeAll()
-        start = 0
-    }
-
     /// Every transition held, oldest first.
     var inOrder: [Transition] {
         (0..<ring.count).map { ring[(start + $0) % ring.count] }
