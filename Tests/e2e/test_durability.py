@@ -1272,6 +1272,51 @@ def test_the_journal_accepts_events_again_once_writes_succeed(reactord, data_dir
     assert not torn_warnings(server)
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MiB tmpfs, mounted for the test (root only: the test fails, never skips, without it)."""
+    mount_point = tmp_path / "small-disk"
+    mount_point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount_point)], capture_output=True, text=True)
+    assert done.returncode == 0, f"cannot mount a tmpfs ({done.stderr.strip()}): this test needs root"
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@pytest.mark.time_limit(90)
+def test_a_full_disk_loses_nothing_acknowledged_and_takes_events_again_once_there_is_room(reactord, small_disk):
+    """A real ENOSPC: the disk fills up while events flow (the journal's zeroed room first, then
+    its records), events are refused with 503 and nothing acknowledged is lost; once the disk has
+    room again, the next event is journaled, and a restart finds every acknowledged one."""
+    data_dir = small_disk / "data"
+    server = start(reactord, data_dir, "--segment-bytes", "1048576")
+    acked, refused = fire_until_refused(server, limit=5000)
+    assert_died_of_no_signal(server)
+    # The records fill the disk, the room the journal zeroed ahead of them included: about 2,900
+    # records of 1 KiB fit in 3 MiB; stopping at the room's first refusal would take 2,000.
+    assert len(acked) >= 2600, len(acked)
+    problem = assert_problem(refused, 503, "journal-unavailable")
+    assert "No space left on device" in problem["detail"], problem
+    last_version, last_state = acked[-1]
+    assert state_and_version(server) == (last_state, last_version)
+    assert readyz(server)[0] == 503
+    assert_problem(post_events(server, {"type": "set", "path": "/late", "value": "l" * 1024}), 503, "journal-unavailable")
+
+    done = subprocess.run(["mount", "-o", "remount,size=8m", str(small_disk)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert fire(server, {"type": "set", "path": "/back", "value": True}) == last_version + 1
+    assert readyz(server) == (200, {"status": "ready", "version": last_version + 1})
+    expected = {**last_state, "back": True}
+    stop(server)
+    assert journaled_versions(data_dir) == list(range(1, last_version + 2))
+    server = start(reactord, data_dir, "--segment-bytes", "1048576")
+    assert state_and_version(server) == (expected, last_version + 1)
+    assert not torn_warnings(server)
+    stop(server)
+
+
 def test_a_snapshot_that_cannot_be_written_does_not_stop_events(reactord, data_dir):
     # Small segments keep every journal file far below the limit; the snapshots of a state that
     # grows past it fail.
