@@ -224,6 +224,7 @@ struct Serve: ParsableCommand {
         } else {
             logger.warning("the dashboard is not installed: / and /openapi.json are not served (see --share-dir)")
         }
+        var createdDirectory: NewDataDirectory?
         let server: StateServer<JSONDocument>
         let cluster: RedisStreamLog.Options?
         do { cluster = try settings.cluster() } catch { throw ValidationError(error.description) }
@@ -242,6 +243,7 @@ struct Serve: ParsableCommand {
                                           log: log, storage: storage, files: files, tls: tls, logger: logger)
             log.start()
         } else if let (directory, options, storage) = try storage(settings) {
+            createdDirectory = NewDataDirectory(path: directory)
             let opened: (log: FileEventLog, state: JSONDocument, version: UInt64)
             do {
                 opened = try StateServer.openStorage(DataDirectory(path: directory), initialState: document, loop: daemon.loop, options: options, logger: logger)
@@ -260,6 +262,8 @@ struct Serve: ParsableCommand {
         do {
             try server.start()
         } catch {
+            // A start that fails leaves no data directory behind that it made.
+            createdDirectory?.remove()
             throw CommandFailure("cannot listen on \(configuration.host):\(configuration.port): \(error)")
         }
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
@@ -322,3 +326,29 @@ struct Serve: ParsableCommand {
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension SlowConsumerPolicy: ExpressibleByArgument {}
 extension FsyncPolicy: ExpressibleByArgument {}
+
+/// A data directory as it was before a start that may create it: what to remove if the start fails.
+private struct NewDataDirectory {
+    let path: String
+    let existed: Bool
+    let wasEmpty: Bool
+
+    init?(path: String) {
+        let contents = try? FileManager.default.contentsOfDirectory(atPath: path)
+        self.path = path
+        existed = FileManager.default.fileExists(atPath: path)
+        wasEmpty = contents?.isEmpty ?? true
+        guard wasEmpty else { return nil }
+    }
+
+    /// Removes what the start made: the directory, or only its contents if it was there, empty.
+    func remove() {
+        if !existed {
+            try? FileManager.default.removeItem(atPath: path)
+            return
+        }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+            try? FileManager.default.removeItem(atPath: path + "/" + name)
+        }
+    }
+}

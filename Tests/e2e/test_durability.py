@@ -13,6 +13,7 @@ import http.client
 import json
 import random
 import resource
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -137,6 +138,23 @@ def test_a_fresh_directory_gets_snapshot_0_of_the_initial_state_and_a_lock(react
     assert record.version == 0 and record.crc_ok and record.offset == HEADER_SIZE
     assert strict_equal(record.json(), initial)
     assert "created a data directory" in server.log()
+
+
+def test_a_start_that_cannot_listen_leaves_no_data_directory_it_made(reactord, tmp_path):
+    new, empty, used = tmp_path / "new" / "data", tmp_path / "empty", tmp_path / "used"
+    empty.mkdir()
+    stop(start(reactord, used))
+    before = {name: (used / name).read_bytes() for name in files_under(used) if name != "LOCK"}
+    with socket.socket() as taken:
+        taken.bind((HOST, 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for directory in (new, empty, used):
+            done = run_reactord("--port", port, "--data-dir", str(directory))
+            assert done.returncode != 0 and "cannot listen" in done.stderr, done
+    assert not new.exists()
+    assert empty.is_dir() and list(empty.iterdir()) == []
+    assert {name: (used / name).read_bytes() for name in files_under(used) if name != "LOCK"} == before
 
 
 def test_an_acknowledged_event_is_in_the_journal_file_before_the_answer(reactord, data_dir):
