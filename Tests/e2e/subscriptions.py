@@ -157,6 +157,19 @@ def assert_same_json(actual, expected, context: str = "") -> None:
         )
 
 
+def assert_resumes(server: Reactord, since: int, state_then, through: int, state_now, context: str = "") -> None:
+    """A WebSocket subscriber resuming with `since` gets one patch per version after it, up to
+    `through`, then nothing; applied to `state_then` (the state at `since`) they make `state_now`."""
+    with subscribe(server, since=since) as ws:
+        mirror = state_then
+        for expected in range(since + 1, through + 1):
+            message = next_json(ws)
+            assert message["type"] == "patch" and message["version"] == expected, (context, expected, message)
+            mirror = apply_patch(mirror, message["ops"])
+        assert_silent(ws, 0.3)
+    assert_same_json(mirror, state_now, f"{context}: the patches do not rebuild the state")
+
+
 # ---------------------------------------------------------------------------------------------
 # URLs
 

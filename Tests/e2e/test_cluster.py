@@ -59,7 +59,7 @@ from cluster import (
 from conftest import REPO, assert_problem, post_events, request, run_reactord, wait_until
 from journal import all_history
 from sse import CurlStream, finished_stream
-from subscriptions import apply_patch, assert_same_json, assert_silent, next_json, subscribe
+from subscriptions import apply_patch, assert_resumes, assert_same_json, assert_silent, next_json, subscribe
 
 INCREMENT = {"type": "increment", "path": "/n"}
 # --redis-timeout for the tests that take Redis away, and how much later than it a refusal may come
@@ -285,14 +285,7 @@ def test_a_subscriber_resumes_on_a_node_that_restarted(cluster):
     assert state_and_version(b)[1] == 30
     state = assert_converged([a, b], 30)
 
-    with subscribe(b, since=25) as ws:
-        mirror = at_25
-        for expected in range(26, 31):
-            message = next_json(ws)
-            assert message["type"] == "patch" and message["version"] == expected, (expected, message)
-            mirror = apply_patch(mirror, message["ops"])
-        assert_silent(ws, 0.3)
-    assert_same_json(mirror, state, "the patches of the restarted node do not rebuild the state")
+    assert_resumes(b, 25, at_25, 30, state, "resumed on the restarted node")
 
     status, _, records = finished_stream(b, "/stream", "-H", "Last-Event-ID: 27")
     assert status == 200
