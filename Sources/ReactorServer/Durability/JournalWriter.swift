@@ -64,18 +64,22 @@ final class JournalWriter: @unchecked Sendable {
                 try startSegment(at: first.version)
                 started.append(first.version)
             }
+            // `size` moves only once the whole group is written: a failure part way cuts back to
+            // the group's start, so none of its records, synced or not, outlives its refusal.
+            var end = size
             if policy == .always {
                 for record in records {
                     var bytes: [UInt8] = []
                     JournalFormat.append(record, to: &bytes)
-                    try write(bytes, policy: policy)
+                    end = try write(bytes, at: end, policy: policy)
                 }
             } else {
                 var bytes: [UInt8] = []
                 bytes.reserveCapacity(batchBytes)
                 for record in records { JournalFormat.append(record, to: &bytes) }
-                try write(bytes, policy: policy)
+                end = try write(bytes, at: end, policy: policy)
             }
+            size = end
             return .success(started)
         } catch {
             _ = cutBack()
@@ -83,13 +87,14 @@ final class JournalWriter: @unchecked Sendable {
         }
     }
 
-    /// Writes `bytes` at the records' end, `maxUnsyncedBytes` at a time, each piece synced before
-    /// the next is written (unless `policy` is never), zeroing room ahead first when syncing.
-    private func write(_ bytes: [UInt8], policy: FsyncPolicy) throws(EventLogError) {
+    /// Writes `bytes` at `offset`, `maxUnsyncedBytes` at a time, each piece synced before the next
+    /// is written (unless `policy` is never), zeroing room ahead first when syncing. Returns where
+    /// they end.
+    private func write(_ bytes: [UInt8], at offset: Int, policy: FsyncPolicy) throws(EventLogError) -> Int {
         var start = 0
         while start < bytes.count {
             let end = policy == .never ? bytes.count : min(bytes.count, start + JournalFormat.maxUnsyncedBytes)
-            let needed = size + end - start
+            let needed = offset + end
             if policy != .never && needed > fileSize {
                 let roomEnd = max(needed, min(segmentLimit, needed + Self.roomStep))
                 do {
@@ -101,12 +106,12 @@ final class JournalWriter: @unchecked Sendable {
                     fileSize = (try? directory.fileSize(fd, file: segmentFile)) ?? fileSize
                 }
             }
-            try directory.writeAll(fd, bytes[start..<end], at: size, file: segmentFile)
+            try directory.writeAll(fd, bytes[start..<end], at: offset + start, file: segmentFile)
             if policy != .never { try directory.syncData(fd, file: segmentFile) }
-            size += end - start
-            fileSize = max(fileSize, size)
+            fileSize = max(fileSize, needed)
             start = end
         }
+        return offset + bytes.count
     }
 
     /// Removes a failed append's bytes. After a failed fsync the kernel may have dropped pages it

@@ -60,6 +60,29 @@ final class JournalWriterTests: XCTestCase {
         XCTAssertEqual(report.warnings, [])
     }
 
+    /// With `--fsync always` each record is written and synced on its own: when one of a group's
+    /// fails, the group is refused whole, so the records of it already synced must go too.
+    func testAGroupThatFailsPartWayLeavesNoneOfItsRecords() throws {
+        let writes = Locked(0)
+        let failing = Locked(false)
+        var directory = try newDirectory()
+        directory.faults = { operation, _ in
+            guard operation == .write, failing.withLock({ $0 }) else { return nil }
+            return writes.withLock { count in
+                count += 1
+                return count == 3 ? EIO : nil
+            }
+        }
+        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: 1)
+        XCTAssertEqual(try writer.append(records(1...2), policy: .always).get(), [])
+        failing.withLock { $0 = true }
+        guard case .failure = writer.append(records(3...6), policy: .always) else { return XCTFail("the third record's write fails") }
+        failing.withLock { $0 = false }
+        XCTAssertEqual(try writer.append(records(3...4), policy: .batch).get(), [], "the versions of the refused group are given again")
+        writer.close()
+        XCTAssertEqual(try recover(directory).versions, [1, 2, 3, 4])
+    }
+
     func testAFullSegmentIsCutToItsRecordsAndUnsyncedAppendsKeepNoRoom() throws {
         let directory = try newDirectory()
         let writer = try JournalWriter(directory: directory, segmentLimit: 1024, lastSegment: nil, nextVersion: 1)
