@@ -326,29 +326,3 @@ struct Serve: ParsableCommand {
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension SlowConsumerPolicy: ExpressibleByArgument {}
 extension FsyncPolicy: ExpressibleByArgument {}
-
-/// A data directory as it was before a start that may create it: what to remove if the start fails.
-private struct NewDataDirectory {
-    let path: String
-    let existed: Bool
-    let wasEmpty: Bool
-
-    init?(path: String) {
-        let contents = try? FileManager.default.contentsOfDirectory(atPath: path)
-        self.path = path
-        existed = FileManager.default.fileExists(atPath: path)
-        wasEmpty = contents?.isEmpty ?? true
-        guard wasEmpty else { return nil }
-    }
-
-    /// Removes what the start made: the directory, or only its contents if it was there, empty.
-    func remove() {
-        if !existed {
-            try? FileManager.default.removeItem(atPath: path)
-            return
-        }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
-            try? FileManager.default.removeItem(atPath: path + "/" + name)
-        }
-    }
-}

@@ -112,7 +112,7 @@ final class SubscriptionHub<StateType: HostedState> {
     /// events a journal replayed at start-up, so that a subscriber reconnecting after a restart
     /// resumes with what it missed rather than a snapshot. Before anything else is held there.
     func remember(_ transitions: [(version: UInt64, changes: [JSONPatchOperation])]) {
-        guard held.hasState, transitions.last?.version == held.version, held.window.inOrder.isEmpty else { return }
+        guard held.hasState, transitions.last?.version == held.version, held.window.isEmpty else { return }
         for (version, changes) in transitions { held.window.append(.init(version: version, operations: changes)) }
     }
 

@@ -27,10 +27,7 @@ struct TransitionWindow {
         }
     }
 
-    /// Every transition held, oldest first.
-    var inOrder: [Transition] {
-        (0..<ring.count).map { ring[(start + $0) % ring.count] }
-    }
+    var isEmpty: Bool { ring.isEmpty }
 
     /// The transitions after `since` up to `current`, in order; nil when the window no longer holds
     /// them all (or `since` is ahead of `current`).
