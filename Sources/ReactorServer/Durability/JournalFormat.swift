@@ -141,14 +141,16 @@ public struct JournalScanner {
             // a file, while a damaged length or checksum can sit anywhere, with records after it.
             guard length <= JournalFormat.maxPayload, end <= bytes.count else {
                 let reason = "a record of \(length) bytes runs past the end of the file"
-                if isUnfinishedWrite(at: at, end: end, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
-                return soundRecord(after: at, in: raw) != nil ? .damaged(offset: at, reason: reason) : .torn(offset: at, reason: reason)
+                let sound = soundRecord(after: at, in: raw)
+                if isUnfinishedWrite(at: at, end: end, before: sound, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
+                return sound != nil ? .damaged(offset: at, reason: reason) : .torn(offset: at, reason: reason)
             }
             let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(at + 4 + 4)..<end]))
             guard computed == crc else {
                 let reason = "checksum mismatch in the record of version \(version) (stored \(hex(crc)), computed \(hex(computed)))"
-                if isUnfinishedWrite(at: at, end: end, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
-                return end == bytes.count && soundRecord(after: at, in: raw) == nil ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
+                let sound = soundRecord(after: at, in: raw)
+                if isUnfinishedWrite(at: at, end: end, before: sound, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
+                return end == bytes.count && sound == nil ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
             }
             expectedVersion = version + 1
             offset = end
@@ -159,13 +161,14 @@ public struct JournalScanner {
     private static let unfinished = ", in a write that never wholly reached the disk"
 
     /// Whether the bad record at `offset` (ending at `end` by its length) lies in a write a crash
-    /// left unfinished: between its start and the next sound record, the part of some disk sector
-    /// from the record's start on is still zeros (the rest of the record's first sector, or a whole
-    /// sector after it), and nothing but zeros lies `maxUnsyncedBytes` or more after it. Past the
-    /// next sound record, zeros are the room, whatever a damaged length claims.
-    private func isUnfinishedWrite(at offset: Int, end: Int, in raw: UnsafeRawBufferPointer) -> Bool {
+    /// left unfinished: between its start and the next sound record (at `sound`, if one follows),
+    /// the part of some disk sector from the record's start on is still zeros (the rest of the
+    /// record's first sector, or a whole sector after it), and nothing but zeros lies
+    /// `maxUnsyncedBytes` or more after it. Past the next sound record, zeros are the room, whatever
+    /// a damaged length claims.
+    private func isUnfinishedWrite(at offset: Int, end: Int, before sound: Int?, in raw: UnsafeRawBufferPointer) -> Bool {
         let sector = 512
-        let limit = min(soundRecord(after: offset, in: raw) ?? raw.count, max(end, offset + 1))
+        let limit = min(sound ?? raw.count, max(end, offset + 1))
         var hole = false
         var sectorStart = offset / sector * sector
         while !hole && sectorStart < limit {
