@@ -75,6 +75,20 @@ extension HTTPRequest {
         }
     }
 
+    /// The first parameter name the query gives more than once (`?mode=a&mode=b`), decoded; nil
+    /// when every name appears once. Each parameter reactord reads takes one value, and which of two
+    /// the client meant cannot be known.
+    public var repeatedQueryName: String? {
+        guard hasQueryMark, let query else { return nil }
+        var names: [String] = []
+        for pair in query.split(separator: "&") {
+            let name = HTTPPercentDecoding.decode(pair[..<(pair.firstIndex(of: "=") ?? pair.endIndex)], plusAsSpace: true)
+            if names.contains(name) { return name }
+            names.append(name)
+        }
+        return nil
+    }
+
     private func firstQueryValue(_ name: String) -> String? {
         guard let query else { return nil }
         for pair in query.split(separator: "&") {

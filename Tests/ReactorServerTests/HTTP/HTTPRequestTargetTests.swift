@@ -37,6 +37,15 @@ final class HTTPRequestTargetTests: XCTestCase, HTTPParserTesting {
         XCTAssertEqual(HTTPRequest(target: "/?k=a=b").queryItems, [HTTPQueryItem(name: "k", value: "a=b")])
     }
 
+    func testARepeatedParameterIsNamedOnceDecoded() {
+        XCTAssertNil(HTTPRequest(target: "/state").repeatedQueryName)
+        XCTAssertNil(HTTPRequest(target: "/state?path=/a&version=3&&mode=").repeatedQueryName)
+        XCTAssertEqual(HTTPRequest(target: "/state?path=/a&version=3&path=/b").repeatedQueryName, "path")
+        // The same name however it is spelled, and with or without a value.
+        XCTAssertEqual(HTTPRequest(target: "/s?m%6Fde=a&mode").repeatedQueryName, "mode")
+        XCTAssertEqual(HTTPRequest(target: "/s?a+b=1&a%20b=2").repeatedQueryName, "a b")
+    }
+
     func testPathStaysEncoded() {
         let request = HTTPRequest(target: "/files/a%2Fb%20c?x=1")
         XCTAssertEqual(request.path, "/files/a%2Fb%20c")
