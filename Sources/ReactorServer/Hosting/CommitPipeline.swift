@@ -87,6 +87,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         /// Reading what a shared log holds after the published version (after a gap, or a handover
         /// that did not come).
         var catchingUp = false
+        /// Set when a record of the shared log would not apply here: the server stops following,
+        /// refuses writes and keeps serving what it published, rather than retry it forever.
+        var cannotFollow = false
         /// After an append found the others ahead: the head they had reached, until the log has
         /// handed over what leads up to it (0 when nothing is awaited). Appending before then would
         /// fail again.
@@ -179,7 +182,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// append succeeds; a shared one may have nothing of this server's to append, so waiting for
     /// that would leave the server unready while it serves the cluster's every event.
     private func recoverOnceCaughtUp() {
-        guard let shared, let failure = progress.failure, failure.kind == .unavailable || failure.kind == .indeterminate,
+        guard let shared, !progress.cannotFollow, let failure = progress.failure, failure.kind == .unavailable || failure.kind == .indeterminate,
               shared.isReachable, !progress.appending, !progress.catchingUp, progress.incoming.isEmpty,
               publishedVersion >= shared.lastVersion else { return }
         logger.notice("caught up with the shared log", metadata: ["version": "\(publishedVersion)", "after": "\(failure)"])
@@ -390,11 +393,36 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// Records a shared log handed over: kept in order, applied when nothing of this server's own is
     /// being appended (see `reconcile`).
     private func received(_ records: [LogRecord]) {
-        for record in records where record.version > receivedVersion {
-            progress.incoming.append(record)
+        guard !progress.cannotFollow else { return }
+        let new = records.drop { $0.version <= publishedVersion }
+        if let first = new.first, let held = progress.incoming.last, first.version <= held.version {
+            // A read that fills a gap before what the tail brought: merged in, each version once.
+            progress.incoming = Self.merged(progress.incoming, Array(new))
+        } else {
+            progress.incoming += new
         }
         if progress.awaitedHead != 0 && receivedVersion >= progress.awaitedHead { endHandover() }
         reconcile()
+    }
+
+    /// Two runs of records in order of version, as one in order, each version once.
+    static func merged(_ held: [LogRecord], _ arrived: [LogRecord]) -> [LogRecord] {
+        var result: [LogRecord] = []
+        result.reserveCapacity(held.count + arrived.count)
+        var (i, j) = (0, 0)
+        while i < held.count || j < arrived.count {
+            let next: LogRecord
+            if j == arrived.count || (i < held.count && held[i].version <= arrived[j].version) {
+                next = held[i]
+                if j < arrived.count && arrived[j].version == next.version { j += 1 }
+                i += 1
+            } else {
+                next = arrived[j]
+                j += 1
+            }
+            result.append(next)
+        }
+        return result
     }
 
     /// The newest version this server has, applied or waiting to be.
@@ -476,7 +504,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     /// flight: its own unpublished events are taken back, the others' applied as decided, and its
     /// own applied again on top (`Entry.event`), to be appended next.
     private func reconcile() {
-        guard shared != nil, !progress.appending, !progress.catchingUp, !progress.incoming.isEmpty else { return }
+        guard shared != nil, !progress.appending, !progress.catchingUp, !progress.cannotFollow, !progress.incoming.isEmpty else { return }
         progress.incoming.removeAll { $0.version <= publishedVersion }
         guard let first = progress.incoming.first else { return }
         guard first.version == publishedVersion + 1 else { return catchUp() }
@@ -512,6 +540,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                 progress.applyingDecided = false
                 let failure = error as? EventLogError ?? EventLogError(.diverged, "the event of version \(record.version) in the shared log does not apply here: \(error)")
                 logger.critical("this node cannot follow the shared log", metadata: ["error": "\(failure)"])
+                progress.cannotFollow = true
+                progress.incoming.removeAll()
                 // Its own events are not applied again: their clients get the 503.
                 progress.waiters = waiting
                 return fail(failure)

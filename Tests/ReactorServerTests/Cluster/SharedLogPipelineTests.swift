@@ -71,6 +71,25 @@ final class SharedLogPipelineTests: XCTestCase {
             if tailHeld { unhanded += added } else { later { [self] in onRecords?(added) } }
         }
 
+        /// Appends records another server wrote, as they are (JSON this server may not read).
+        func appendRawAsAnotherServer(_ payloads: [String]) {
+            let added = payloads.map { payload -> LogRecord in
+                let record = LogRecord(version: UInt64(stream.count) + 1, payload: Array(payload.utf8))
+                stream.append(record)
+                return record
+            }
+            if tailHeld { unhanded += added } else { later { [self] in onRecords?(added) } }
+        }
+
+        /// Hands over only the last `count` records another server appended while the tail was
+        /// held, as a tail that skipped the others would.
+        func handOverLast(_ count: Int) {
+            let added = Array(unhanded.suffix(count))
+            unhanded = []
+            tailHeld = false
+            later { [self] in onRecords?(added) }
+        }
+
         /// Hands over what another server appended while the tail was held.
         func handOver() {
             let added = unhanded
@@ -225,6 +244,55 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(state.core, 3)
         XCTAssertEqual(state.root, ["n": 2, "who": "b"])
         XCTAssertEqual(state.published, [1, 2, 3])
+    }
+
+    /// Records handed over after a gap are applied once the gap is read, in order: the read's
+    /// records merge with those held rather than being dropped as older than them.
+    func testRecordsAfterAGapAreAppliedOnceTheGapIsRead() {
+        let harness = harness()
+        let _: Bool = onLoop { finish in
+            harness.log.tailHeld = true
+            harness.log.appendAsAnotherServer([Self.increment, Self.increment, Self.increment, Self.event(#"{"type":"set","path":"/who","value":"b"}"#)])
+            harness.log.handOverLast(2)
+            finish(true)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while settled(harness).version < 4, Date() < deadline { usleep(1_000) }
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 4)
+        XCTAssertEqual(state.root, ["n": 3, "who": "b"])
+        XCTAssertEqual(state.published, [1, 2, 3, 4])
+        let reads: Int = onLoop { finish in finish(harness.log.reads) }
+        XCTAssertEqual(reads, 1)
+    }
+
+    /// A record this server cannot apply stops it following: it keeps what it published and is not
+    /// ready, and what the tail brings after it is not applied (nor read again and again).
+    func testARecordThatDoesNotApplyHereStopsTheServerFollowing() {
+        let harness = harness()
+        let _: Bool = onLoop { finish in
+            harness.log.appendAsAnotherServer([Self.increment])
+            harness.log.appendRawAsAnotherServer([#"{"type":"an event of a newer version"}"#])
+            harness.log.appendAsAnotherServer([Self.increment, Self.increment])
+            finish(true)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while (onLoop { finish in finish(harness.pipeline.isHealthy) }), Date() < deadline { usleep(1_000) }
+        usleep(50_000)
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 1)
+        XCTAssertEqual(state.root, ["n": 1])
+        XCTAssertEqual(state.published, [1])
+        let (healthy, reads): (Bool, Int) = onLoop { finish in finish((harness.pipeline.isHealthy, harness.log.reads)) }
+        XCTAssertFalse(healthy)
+        XCTAssertLessThanOrEqual(reads, 1)
+    }
+
+    func testMergedRunsKeepEachVersionOnceInOrder() {
+        func records(_ versions: [UInt64]) -> [LogRecord] { versions.map { LogRecord(version: $0, payload: Array("\($0)".utf8)) } }
+        XCTAssertEqual(CommitPipeline<JSONDocument>.merged(records([5, 6]), records([3, 4, 5, 6, 7])).map(\.version), [3, 4, 5, 6, 7])
+        XCTAssertEqual(CommitPipeline<JSONDocument>.merged(records([]), records([1])).map(\.version), [1])
+        XCTAssertEqual(CommitPipeline<JSONDocument>.merged(records([2, 9]), records([1, 2, 3])).map(\.version), [1, 2, 3, 9])
     }
 
     /// Sees the document's root after each event the core applies.
