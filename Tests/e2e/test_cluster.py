@@ -666,6 +666,30 @@ def test_a_redis_that_asks_for_credentials_gets_them_from_the_url(redis, reactor
             assert "s3cret" not in node.log() and "wonder" not in node.log(), node.log()
 
 
+def test_a_node_refused_by_redis_on_reconnecting_tries_again_until_it_is_served(cluster, redis):
+    # Redis asks for a password the node does not have, and drops its connections: the node's new
+    # ones are refused (NOAUTH, as they would be LOADING while a restarted Redis reads its data).
+    # It says why, takes no writes, and is served again once Redis no longer asks.
+    node = cluster.node("a")
+    assert fire(node, INCREMENT) == 1
+    with redis.client() as admin:
+        assert admin.command("CONFIG", "SET", "requirepass", "only-for-this-test") == "OK"
+        admin.command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+
+        def refused():
+            info = cluster_info(node)
+            return info if "NOAUTH" in info["redis"] else None
+
+        info = wait_until(refused, 10, interval=0.1, message="the node says Redis refuses it")
+        assert info["ready"] is False, info
+        assert request(node, "GET", "/readyz").status == 503
+        assert request(node, "POST", "/events", INCREMENT).status == 503
+        assert admin.command("CONFIG", "SET", "requirepass", "") == "OK"
+    wait_until(lambda: request(node, "GET", "/readyz").status == 200, 10, message="ready again once Redis serves it")
+    assert cluster_info(node)["redis"] == "connected"
+    assert fire(node, INCREMENT) == 2
+
+
 def test_get_cluster_names_the_node_its_versions_redis_and_its_peers(cluster):
     nodes = cluster.nodes("a", "b", "c")
     for i in range(5):

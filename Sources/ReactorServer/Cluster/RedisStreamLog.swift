@@ -110,6 +110,8 @@ public final class RedisStreamLog: SharedEventLog {
     /// Both connections open, and Redis answered on each: a frozen Redis still accepts connections.
     public var isConnected: Bool { commandsAnswered && tailAnswered && commands?.isConnected == true && tail?.isConnected == true }
     private var commandsAnswered = false
+    /// Why Redis last refused this node's credentials, logged once until it connects.
+    private var refusal: String?
     private var tailAnswered = false
 
     public var isReachable: Bool { isConnected && lostHistory == nil }
@@ -130,7 +132,7 @@ public final class RedisStreamLog: SharedEventLog {
                                        onConnected: { [unowned self] in
                                            authenticate(self.commands)
                                            self.commands?.send(RedisCommand.encode(["PING"])) { [unowned self] reply in
-                                               guard reply.string == "PONG" else { return }
+                                               guard reply.string == "PONG" else { return refused(reply) }
                                                commandsAnswered = true
                                                connected()
                                            }
@@ -140,7 +142,7 @@ public final class RedisStreamLog: SharedEventLog {
                                    onConnected: { [unowned self] in
                                        authenticate(self.tail)
                                        self.tail?.send(RedisCommand.encode(["PING"])) { [unowned self] reply in
-                                           guard reply.string == "PONG" else { return }
+                                           guard reply.string == "PONG" else { return refused(reply) }
                                            tailAnswered = true
                                            connected()
                                            readTail()
@@ -159,25 +161,36 @@ public final class RedisStreamLog: SharedEventLog {
         connection.send(credentials.authCommand) { [weak self] reply in
             guard let self, reply.string != "OK", case .error(let message) = reply else { return }
             let reason = "unauthenticated: Redis refused the credentials in --redis: \(message)"
-            if connectionState != reason { logger.error("cannot use Redis", metadata: ["reason": "\(message)"]) }
+            if refusal != reason { logger.error("cannot use Redis", metadata: ["reason": "\(message)"]) }
+            refusal = reason
             connectionState = reason
         }
     }
 
+    /// Redis answered a connection's first `PING` with an error: it is loading its data after a
+    /// restart (`LOADING`), or refuses the credentials. Both connections are opened again after a
+    /// pause, until it serves; the reason stays what `GET /cluster` and `/readyz` say meanwhile.
+    private func refused(_ reply: RedisReply) {
+        guard case .error(let message) = reply else { return }  // unanswered: the close comes back to `lost`
+        lost(connectionState.hasPrefix("unauthenticated") ? connectionState : "Redis answered PING with: \(message)",
+             pauseMilliseconds: 1_000)
+    }
+
     private func connected() {
         guard isConnected else { return }
+        refusal = nil
         connectionState = "connected"
         logger.notice("connected to Redis", metadata: ["redis": "\(options.host):\(options.port)", "cluster": "\(options.cluster)"])
         beat()
     }
 
     /// One of the connections closed: both are opened again after a pause.
-    private func lost(_ reason: String) {
+    private func lost(_ reason: String, pauseMilliseconds: UInt64 = 250) {
         guard reconnectTimer == nil else { return }
         if connectionState == "connected" && !closed {
             logger.error("lost the connection to Redis", metadata: ["reason": "\(reason)"])
         }
-        connectionState = "disconnected: \(reason)"
+        connectionState = reason.hasPrefix("unauthenticated") ? reason : "disconnected: \(reason)"
         commandsAnswered = false
         tailAnswered = false
         if !closed {
@@ -187,7 +200,7 @@ public final class RedisStreamLog: SharedEventLog {
                 reconnects += 1
                 connect()
             }
-            timer.start(after: 250)
+            timer.start(after: pauseMilliseconds)
             reconnectTimer = timer
         }
         commands?.close()
@@ -203,7 +216,11 @@ public final class RedisStreamLog: SharedEventLog {
         let command = RedisCommand.encode(["XREAD", "COUNT", "1024", "BLOCK", "1000", "STREAMS", keys.log, ClusterKeys.entryID(cursor)])
         tail.send(command, extraMilliseconds: 1_000) { [weak self] reply in
             guard let self else { return }
-            if reply.errorMessage != nil { return }  // the connection is closing; it is opened again
+            switch reply {
+            case .unanswered: return  // the connection is closing; it is opened again
+            case .error(let message): return lost("Redis refused the tail's read: \(message)")
+            default: break
+            }
             if let entries = reply.elements?.first?.elements?.last?.elements {
                 do throws(EventLogError) {
                     let records = try StreamEntryFormat.records(of: entries)
