@@ -813,6 +813,23 @@ def test_with_wait_replicas_an_append_is_acknowledged_only_once_a_replica_has_it
         replica.close()
 
 
+def test_a_retry_after_a_503_whose_event_went_in_gets_the_events_answer(cluster):
+    # A asks for a replica that Redis does not have: its append goes in, WAIT says no, and its
+    # client gets a 503. The event is in the stream all the same, and the key with it.
+    a = cluster.node("a", "--redis-wait-replicas", "1", "--redis-timeout", "0.5")
+    b = cluster.node("b")
+    first = post_events(a, INCREMENT, headers=keyed("lost-answer"))
+    problem = assert_problem(first, 503, "journal-unavailable")
+    assert "replicas" in problem["detail"], problem
+    wait_for_version([b], 1)
+    # The retry, on B: the event's answer, not a second increment.
+    retry = post_events(b, INCREMENT, headers=keyed("lost-answer"))
+    assert retry.status == 200 and retry.json() == {"version": 1}, retry
+    assert retry.header("Idempotent-Replayed") == "true"
+    assert_converged([a, b], 1, {"n": 1})
+    assert cluster.redis.stream_length(cluster.key) == 1
+
+
 @contextlib.contextmanager
 def frozen(node):
     """`node` stopped (SIGSTOP) for the block, its connections open and unread; continued after."""

@@ -42,11 +42,12 @@ public struct ClusterKeys: Sendable {
 }
 
 public enum ClusterScripts {
-    /// Compare-and-append. KEYS: meta, log. ARGV: the version the caller's records follow, the epoch
-    /// it knows, its node name, the number of records, the records (`StreamEntryFormat.group`), and
-    /// how many of its appends in a row were refused or told to wait.
+    /// Compare-and-append. KEYS: meta, log, then any idempotency keys the records answer. ARGV: the
+    /// version the caller's records follow, the epoch it knows, its node name, the number of
+    /// records, the records (`StreamEntryFormat.group`), how many of its appends in a row were
+    /// refused or told to wait, then for each idempotency key its answer and lifetime in ms.
     /// Appends them as one entry, with the version of the last one, only if the stream's head is the
-    /// expected version and the epoch is the caller's.
+    /// expected version and the epoch is the caller's; the keys' answers are set with it.
     /// Answers `{"ok", head}`, `{"behind", head}` (nothing written: the caller's tail brings what
     /// the others appended, and it tries again on top), `{"wait", head}` (nothing written: another
     /// node holds the next append; the caller's tail brings it), or `{"epoch", epoch}` (the history
@@ -74,6 +75,7 @@ public enum ClusterScripts {
         redis.call('XADD', KEYS[2], string.format('%d-0', head), 'n', ARGV[3], 'g', ARGV[5])
         redis.call('HSET', KEYS[1], 'version', head)
         if meta[3] then redis.call('HDEL', KEYS[1], 'claim', 'claimedAt') end
+        for i = 3, #KEYS do redis.call('SET', KEYS[i], ARGV[2 * i + 1], 'PX', ARGV[2 * i + 2]) end
         return {'ok', tostring(head)}
         """
 

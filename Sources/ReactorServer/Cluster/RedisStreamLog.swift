@@ -313,15 +313,22 @@ public final class RedisStreamLog: SharedEventLog {
     // MARK: EventLog
 
     public func append(_ records: [LogRecord], completion: @escaping (Result<Void, EventLogError>) -> Void) {
+        append(records, answering: [], completion: completion)
+    }
+
+    public func append(_ records: [LogRecord], answering answers: [IdempotencyAnswer], completion: @escaping (Result<Void, EventLogError>) -> Void) {
         if let lostHistory { return completion(.failure(EventLogError(.diverged, lostHistory))) }
         guard isConnected, let commands, let first = records.first else {
             statistics.appendFailures += 1
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
         let started = DispatchTime.now().uptimeNanoseconds
-        let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.appendSHA.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.log.utf8),
-                                    Array(String(first.version - 1).utf8), Array(epoch.utf8), Array(options.node.utf8),
-                                    Array(String(records.count).utf8), StreamEntryFormat.group(records), Array(String(refusedInARow).utf8)]
+        var arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.appendSHA.utf8), Array(String(2 + answers.count).utf8),
+                                    Array(keys.meta.utf8), Array(keys.log.utf8)]
+        arguments += answers.map { Array(keys.idempotency($0.key).utf8) }
+        arguments += [Array(String(first.version - 1).utf8), Array(epoch.utf8), Array(options.node.utf8),
+                      Array(String(records.count).utf8), StreamEntryFormat.group(records), Array(String(refusedInARow).utf8)]
+        for answer in answers { arguments += [answer.entry.bytes, Array(String(answer.milliseconds).utf8)] }
         send(script: ClusterScripts.append, arguments: arguments, on: commands) { [weak self] reply in
             guard let self else { return }
             let parts = reply.elements ?? []

@@ -14,6 +14,10 @@ public protocol SharedEventLog: EventLog {
     /// How this server stands with the others, for `GET /cluster` and metrics.
     var status: SharedLogStatus { get }
 
+    /// Appends as `append(_:completion:)` does and, in the same step, records `answers` (the keys of
+    /// the requests whose events these are): both go in, or neither.
+    func append(_ records: [LogRecord], answering answers: [IdempotencyAnswer], completion: @escaping (Result<Void, EventLogError>) -> Void)
+
     /// Claims an idempotency key for all the servers sharing the log, for `milliseconds`:
     /// `completion` gets nil when this server has it (and then `settle`s it), or the entry another
     /// request made first.

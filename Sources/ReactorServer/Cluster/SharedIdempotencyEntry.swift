@@ -1,3 +1,18 @@
+/// An idempotency key answered by the events an append carries: written with them in one step, so
+/// that a retry finds the answer whenever the events went in, even if their node never heard so.
+public struct IdempotencyAnswer: Sendable, Equatable {
+    /// The key in Redis's terms (hashed; see `ClusterKeys.idempotency`).
+    public let key: String
+    public let entry: SharedIdempotencyEntry
+    public let milliseconds: UInt64
+
+    public init(key: String, entry: SharedIdempotencyEntry, milliseconds: UInt64) {
+        self.key = key
+        self.entry = entry
+        self.milliseconds = milliseconds
+    }
+}
+
 /// An idempotency key as a cluster keeps it in Redis (`reactor:{cluster}:idem:<key>`), so that a
 /// retry reaching another node gets the first answer too: `p <fingerprint>` while the first request
 /// runs, then `d <fingerprint> <status> <body>` once it is answered. The fingerprint is the same on

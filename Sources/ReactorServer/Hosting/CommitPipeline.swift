@@ -51,6 +51,17 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         let event: any Event
         /// The event's journal record as it arrived (see `record(_:asEventOf:)`).
         var payload: [UInt8]?
+        /// The cluster's idempotency key of the request the event answers (see `answer(_:withEventOf:)`).
+        var sharedKey: SharedKey?
+    }
+
+    /// An idempotency key a request to a cluster carried, answered by its one event: the answer,
+    /// `{"version":N}` at the version the event is appended at, goes into Redis with the event.
+    struct SharedKey {
+        /// In Redis's terms (`IdempotencyAnswer.key`).
+        let key: String
+        let fingerprint: String
+        let milliseconds: UInt64
     }
 
     /// What a client waiting on its event learns: the version it was published at, or the problem
@@ -216,6 +227,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         progress.pending[index].payload = payload
     }
 
+    /// Takes `key` as answered by the event the core applied at `version`, under the same terms as
+    /// `record(_:asEventOf:)`: the answer is written with the event, by the append that carries it.
+    func answer(_ key: SharedKey, withEventOf version: UInt64) {
+        guard shared != nil, let index = progress.pending.lastIndex(where: { $0.version == version }) else { return }
+        progress.pending[index].sharedKey = key
+    }
+
     /// No line break in `bytes`: one scan over the raw bytes (`Array.contains` twice costs several times as much).
     private static func isOneLine(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBufferPointer { buffer in
@@ -273,7 +291,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             batch[batch.count - 1].state = state
         }
         progress.appending = true
-        log.append(records) { [self] result in
+        let completion = { [self] (result: Result<Void, EventLogError>) in
             progress.appending = false
             switch result {
             case .success:
@@ -291,6 +309,18 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             // the disk is idle until it does.
             flush()
             signalIdleIfDrained()
+        }
+        let answers = batch.compactMap { entry in
+            entry.sharedKey.map { key in
+                IdempotencyAnswer(key: key.key, entry: .answered(fingerprint: key.fingerprint, status: HTTPStatus.ok.code,
+                                                                 body: EventPath<StateType>.withVersionBody(entry.version) { Array($0) }),
+                                  milliseconds: key.milliseconds)
+            }
+        }
+        if let shared, !answers.isEmpty {
+            shared.append(records, answering: answers, completion: completion)
+        } else {
+            log.append(records, completion: completion)
         }
     }
 
@@ -552,7 +582,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         for entry in own {
             guard let result = core.fireIfIdle(event: entry.event, origin: nil) else { continue }
             // The event's record is the same bytes at its new version: not encoded again.
-            if case .success(let version) = result, let payload = entry.payload { record(payload, asEventOf: version) }
+            if case .success(let version) = result {
+                if let payload = entry.payload { record(payload, asEventOf: version) }
+                if let key = entry.sharedKey { answer(key, withEventOf: version) }
+            }
             outcomes[entry.version] = result.mapError { Problem.forEvent($0, index: nil) }
         }
         for waiter in waiting {

@@ -36,10 +36,17 @@ final class EventService<StateType: HostedState> {
         shared.claimIdempotencyKey(sharedKey, fingerprint: sharedFingerprint, milliseconds: min(window, IdempotencyCache.sharedClaimMilliseconds)) { [self] claim in
             switch claim {
             case .success(nil):
-                applyEvents(request, context: context) { [idempotency] response in
+                let answeredWithEvent = CommitPipeline<StateType>.SharedKey(key: sharedKey, fingerprint: sharedFingerprint, milliseconds: window)
+                applyEvents(request, context: context, sharedKey: answeredWithEvent) { [idempotency] response in
                     idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
-                    let answered = SharedIdempotencyEntry.answered(fingerprint: sharedFingerprint, status: response.status.code, body: response.body)
-                    shared.settleIdempotencyKey(sharedKey, entry: IdempotencyCache.remembers(response.status.code) ? answered : nil, milliseconds: window)
+                    // A server error may hide events that went in (an append Redis ran but did not
+                    // answer, replicas that did not confirm it): the key is left as it is, answered
+                    // by the append itself or claimed until its claim runs out, never freed for a
+                    // retry that would apply the events again.
+                    if response.status.code < 500 {
+                        let answered = SharedIdempotencyEntry.answered(fingerprint: sharedFingerprint, status: response.status.code, body: response.body)
+                        shared.settleIdempotencyKey(sharedKey, entry: IdempotencyCache.remembers(response.status.code) ? answered : nil, milliseconds: window)
+                    }
                     respond(response)
                 }
             case .success(let entry?) where entry.fingerprint != sharedFingerprint:
@@ -86,7 +93,8 @@ final class EventService<StateType: HostedState> {
         }
     }
 
-    private func applyEvents(_ request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
+    private func applyEvents(_ request: HTTPRequest, context: RequestContext, sharedKey: CommitPipeline<StateType>.SharedKey? = nil,
+                             respond: @escaping (HTTPResponse) -> Void) {
         guard request.headers.withContentType({ Self.isJSON(bytes: $0) }) else {
             return respond(Problem.unsupportedMediaType(request.headers["Content-Type"], expected: "application/json").response)
         }
@@ -96,7 +104,7 @@ final class EventService<StateType: HostedState> {
         case "prune": mode = .prune
         case let other?: return respond(Problem.invalidParameter("mode", "mode must be strict or prune, not \"\(other)\"").response)
         }
-        path.post(request.body, mode: mode, origin: context.principal, answer: respond)
+        path.post(request.body, mode: mode, origin: context.principal, sharedKey: sharedKey, answer: respond)
     }
 
     /// `application/json`, or any `application/…+json` type, with or without parameters; compared as

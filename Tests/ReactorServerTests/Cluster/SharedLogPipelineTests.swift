@@ -49,13 +49,21 @@ final class SharedLogPipelineTests: XCTestCase {
             SharedLogStatus(node: "this", head: lastVersion, connection: "connected", peers: [:], lostHistory: nil, conflicts: UInt64(refusals), reconnects: 0)
         }
 
+        /// The idempotency keys appends answered, with what they were answered.
+        var answers: [IdempotencyAnswer] = []
+
         func append(_ records: [LogRecord], completion: @escaping (Result<Void, EventLogError>) -> Void) {
+            append(records, answering: [], completion: completion)
+        }
+
+        func append(_ records: [LogRecord], answering answers: [IdempotencyAnswer], completion: @escaping (Result<Void, EventLogError>) -> Void) {
             let decide = { [self] in
                 if records.first!.version - 1 != lastVersion {
                     refusals += 1
                     return completion(.failure(EventLogError(.behind(head: lastVersion), "behind")))
                 }
                 stream += records
+                self.answers += answers
                 completion(.success(()))
             }
             if holding { held.append(decide) } else { later(decide) }
@@ -411,6 +419,30 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(state.root, ["n": 6])
         XCTAssertEqual(harness.log.refusals, 1)
         XCTAssertEqual(state.stream.last, wireForm, "applied again after the others', the event keeps its record")
+    }
+
+    /// A request's idempotency key goes into the log with its event, answered with the version the
+    /// event was appended at, also when it was applied again after the others' events.
+    func testAnIdempotencyKeyIsAnsweredByTheAppendThatCarriesItsEvent() {
+        let harness = harness()
+        let key = CommitPipeline<JSONDocument>.SharedKey(key: "k", fingerprint: "f", milliseconds: 1_000)
+        let answer: Answer = onLoop { finish in
+            harness.log.holding = true
+            let applied = harness.core.fireIfIdle(event: Self.increment, origin: nil)
+            guard case .success(let version)? = applied else { return XCTFail("the increment applies here first") }
+            harness.pipeline.answer(key, withEventOf: version)
+            harness.pipeline.whenPublished(version) { outcome in
+                switch outcome {
+                case .success(let published): finish(.version(published))
+                case .failure(let problem): finish(.status(problem.status.code))
+                }
+            }
+            harness.log.appendAsAnotherServer([Self.increment])
+            harness.log.release()
+        }
+        XCTAssertEqual(answer, .version(2))
+        let answers: [IdempotencyAnswer] = onLoop { finish in finish(harness.log.answers) }
+        XCTAssertEqual(answers, [IdempotencyAnswer(key: "k", entry: .answered(fingerprint: "f", status: 200, body: Array(#"{"version":2}"#.utf8)), milliseconds: 1_000)])
     }
 
     func testAnOwnEventTheStateRefusesOnceTheOthersAreAppliedIsAnswered422() {
