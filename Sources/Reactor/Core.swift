@@ -173,7 +173,21 @@ public final class Core<StateType: State>: @unchecked Sendable {
         origin: (any Sendable)? = nil,
         completion: @escaping @Sendable (Result<BatchOutcome, BatchRejection>) -> Void
     ) {
-        submit(.perform { [self] in applyBatch(events, mode: mode, origin: origin, completion: completion) })
+        submit(.perform { [self] in completion(applyBatch(events, mode: mode, origin: origin)) })
+    }
+
+    /// Applies `events` as one job at once, on the same terms as `fireIfIdle(event:origin:)`, and
+    /// returns what `fire(events:mode:origin:completion:)` would have passed its completion; nil,
+    /// having done nothing, when they would have to wait for their turn.
+    public func fireIfIdle(events: [any Event], mode: BatchMode, origin: (any Sendable)?) -> Result<BatchOutcome, BatchRejection>? {
+        guard executor.isCurrent, !draining, pending.isEmpty, inbox.isEmpty else { return nil }
+        draining = true
+        let result = applyBatch(events, mode: mode, origin: origin)
+        if !removedDuringJob.isEmpty { dropRemovedDuringJob() }
+        if !pending.isEmpty { runPending() }
+        draining = false
+        endRound()
+        return result
     }
 
     /// Fires `event` and returns the version it produced, or throws why it was rejected.
@@ -493,12 +507,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
         notifyObservers(of: state)
     }
 
-    func applyBatch(
-        _ events: [any Event],
-        mode: BatchMode,
-        origin: (any Sendable)?,
-        completion: @Sendable (Result<BatchOutcome, BatchRejection>) -> Void
-    ) {
+    func applyBatch(_ events: [any Event], mode: BatchMode, origin: (any Sendable)?) -> Result<BatchOutcome, BatchRejection> {
         switch mode {
         case .prune:
             var rejected: [BatchRejection] = []
@@ -510,7 +519,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
                 }
             }
             endRound()
-            completion(.success(BatchOutcome(version: currentVersion, applied: events.count - rejected.count, rejected: rejected)))
+            return .success(BatchOutcome(version: currentVersion, applied: events.count - rejected.count, rejected: rejected))
         case .allOrNothing:
             // Apply everything first, keeping each intermediate state, and publish only once all
             // were accepted: a rejection restores the state as it was and nobody saw anything.
@@ -522,8 +531,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
                     states.append(try admit(event, origin: origin))
                 } catch {
                     current = before
-                    completion(.failure(BatchRejection(index: index, error: error)))
-                    return
+                    return .failure(BatchRejection(index: index, error: error))
                 }
             }
             for (event, state) in zip(events, states) {
@@ -531,7 +539,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
                 publishApplied(event, state: state)
             }
             endRound()
-            completion(.success(BatchOutcome(version: currentVersion, applied: events.count, rejected: [])))
+            return .success(BatchOutcome(version: currentVersion, applied: events.count, rejected: []))
         }
     }
 

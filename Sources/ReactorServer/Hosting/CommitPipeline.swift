@@ -53,7 +53,18 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         var payload: [UInt8]?
         /// The cluster's idempotency key of the request the event answers (see `answer(_:withEventOf:)`).
         var sharedKey: SharedKey?
+        /// The request of several events this one came in, if any (see `markBatch`).
+        var batch: BatchMark?
     }
+
+    /// An event of a request of several, applied together: with a shared log, applied again together
+    /// after the others' events, all or none.
+    struct BatchMark {
+        let id: UInt64
+        /// Where the event was in the posted array, to name it if it is refused.
+        let postedIndex: Int
+    }
+    private var batchesMarked: UInt64 = 0
 
     /// An idempotency key a request to a cluster carried, answered by its one event: the answer,
     /// `{"version":N}` at the version the event is appended at, goes into Redis with the event.
@@ -232,6 +243,22 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
     func answer(_ key: SharedKey, withEventOf version: UInt64) {
         guard shared != nil, let index = progress.pending.lastIndex(where: { $0.version == version }) else { return }
         progress.pending[index].sharedKey = key
+    }
+
+    /// Takes the events the core applied at `versions` as one request's, posted at `postedIndices`
+    /// of its array, under the same terms as `record(_:asEventOf:)`. Only a shared log applies
+    /// events again; a journal of its own keeps no mark.
+    func markBatch(versions: ClosedRange<UInt64>, postedIndices: [Int]) {
+        guard shared != nil, versions.count == postedIndices.count else { return }
+        batchesMarked += 1
+        for (version, postedIndex) in zip(versions, postedIndices) {
+            mark(BatchMark(id: batchesMarked, postedIndex: postedIndex), onEventOf: version)
+        }
+    }
+
+    private func mark(_ mark: BatchMark, onEventOf version: UInt64) {
+        guard let index = progress.pending.lastIndex(where: { $0.version == version }) else { return }
+        progress.pending[index].batch = mark
     }
 
     /// No line break in `bytes`: one scan over the raw bytes (`Array.contains` twice costs several times as much).
@@ -579,7 +606,17 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         }
         // This server's own events again, on the others': each keeps its clients, at its new version.
         var outcomes: [UInt64: Outcome] = [:]
-        for entry in own {
+        var next = own.startIndex
+        while next < own.endIndex {
+            let entry = own[next]
+            if let mark = entry.batch {
+                var end = next + 1
+                while end < own.endIndex, own[end].batch?.id == mark.id { end += 1 }
+                outcomes[own[end - 1].version] = applyAgain(batch: own[next..<end])
+                next = end
+                continue
+            }
+            next += 1
             guard let result = core.fireIfIdle(event: entry.event, origin: nil) else { continue }
             // The event's record is the same bytes at its new version: not encoded again.
             if case .success(let version) = result {
@@ -598,6 +635,27 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         if progress.failure != nil, shared?.isReachable == true {
             logger.notice("caught up with the shared log", metadata: ["version": "\(publishedVersion)"])
             progress.failure = nil
+        }
+    }
+
+    /// The events of one request of several, applied again as one, all or none: each keeps its
+    /// record and its mark at its new version; the answer is the request's last version, or the
+    /// problem of the event now refused.
+    private func applyAgain(batch: ArraySlice<Entry>) -> Outcome? {
+        switch core.fireIfIdle(events: batch.map(\.event), mode: .allOrNothing, origin: nil) {
+        case .success(let outcome)?:
+            var version = outcome.version - UInt64(batch.count)
+            for entry in batch {
+                version += 1
+                if let payload = entry.payload { record(payload, asEventOf: version) }
+                if let batchMark = entry.batch { mark(batchMark, onEventOf: version) }
+            }
+            return .success(outcome.version)
+        case .failure(let rejection)?:
+            let refused = batch[batch.startIndex + rejection.index]
+            return .failure(Problem.forEvent(rejection.error, index: refused.batch?.postedIndex))
+        case nil:
+            return nil
         }
     }
 

@@ -134,6 +134,11 @@ final class EventPath<StateType: HostedState> {
             let (pipeline, answer) = waiting.value
             switch result {
             case .success(let outcome):
+                if outcome.applied > 0 {
+                    let refused = Set(outcome.rejected.map(\.index))
+                    let applied = positions.indices.filter { !refused.contains($0) }.map { positions[$0] }
+                    pipeline.markBatch(versions: (outcome.version - UInt64(outcome.applied) + 1)...outcome.version, postedIndices: applied)
+                }
                 var rejected = undecodable
                 // Positions in the posted array: `outcome` counts only the events that decoded.
                 rejected += outcome.rejected.map { (positions[$0.index], Problem.forEvent($0.error, index: positions[$0.index])) }

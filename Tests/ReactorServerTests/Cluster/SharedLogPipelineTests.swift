@@ -445,6 +445,42 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(answers, [IdempotencyAnswer(key: "k", entry: .answered(fingerprint: "f", status: 200, body: Array(#"{"version":2}"#.utf8)), milliseconds: 1_000)])
     }
 
+    /// The events of one request, refused by the log because others appended first, are applied
+    /// again as one: all of them, or, when one is refused now, none.
+    func testARequestsEventsAreAppliedAgainAllOrNone() {
+        for (others, expected) in [(#"{"type":"set","path":"/n","value":10}"#, Answer.version(3)),
+                                   (#"{"type":"set","path":"/n","value":"text"}"#, Answer.status(422))] {
+            let harness = harness()
+            let answer: Answer = onLoop { finish in
+                harness.log.holding = true
+                let events: [any Event] = [Self.event(#"{"type":"set","path":"/a","value":1}"#), Self.increment]
+                guard case .success(let outcome)? = harness.core.fireIfIdle(events: events, mode: .allOrNothing, origin: nil) else {
+                    return XCTFail("the batch applies here first")
+                }
+                harness.pipeline.markBatch(versions: 1...2, postedIndices: [0, 1])
+                harness.pipeline.whenPublished(outcome.version) { outcome in
+                    switch outcome {
+                    case .success(let published): finish(.version(published))
+                    case .failure(let problem): finish(.status(problem.status.code))
+                    }
+                }
+                harness.log.appendAsAnotherServer([Self.event(others)])
+                harness.log.release()
+            }
+            XCTAssertEqual(answer, expected, others)
+            let deadline = Date().addingTimeInterval(5)
+            while settled(harness).version < (expected == .version(3) ? 3 : 1), Date() < deadline { usleep(1_000) }
+            let state = settled(harness)
+            if expected == .version(3) {
+                XCTAssertEqual(state.root, ["n": 11, "a": 1])
+                XCTAssertEqual(state.stream.count, 3)
+            } else {
+                XCTAssertEqual(state.root, ["n": "text"], "neither event of the refused request is applied")
+                XCTAssertEqual(state.stream.count, 1)
+            }
+        }
+    }
+
     func testAnOwnEventTheStateRefusesOnceTheOthersAreAppliedIsAnswered422() {
         let harness = harness()
         let answers = fire([Self.increment], on: harness, whileOthersAppend: [Self.event(#"{"type":"set","path":"/n","value":"text"}"#)])
