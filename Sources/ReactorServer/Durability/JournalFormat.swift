@@ -164,20 +164,23 @@ public struct JournalScanner {
     /// left unfinished: between its start and the next sound record (at `sound`, if one follows),
     /// the part of some disk sector from the record's start on is still zeros (the rest of the
     /// record's first sector, or a whole sector after it), and nothing but zeros lies
-    /// `maxUnsyncedBytes` or more after it. Past the next sound record, zeros are the room, whatever
-    /// a damaged length claims.
+    /// `maxUnsyncedBytes` or more after that hole. Measured from the hole, not the record: a record
+    /// can start in one synced piece of a large group and end in the next, unsynced one, and the
+    /// hole is in the unsynced write wherever it began. Past the next sound record, zeros are the
+    /// room, whatever a damaged length claims.
     private func isUnfinishedWrite(at offset: Int, end: Int, before sound: Int?, in raw: UnsafeRawBufferPointer) -> Bool {
         let sector = 512
         let limit = min(sound ?? raw.count, max(end, offset + 1))
-        var hole = false
+        var hole: Int?
         var sectorStart = offset / sector * sector
-        while !hole && sectorStart < limit {
+        while hole == nil && sectorStart < limit {
             let (from, to) = (max(offset, sectorStart), min(sectorStart + sector, raw.count))
-            hole = to > from && Self.allZero(raw, from..<to)
+            if to > from && Self.allZero(raw, from..<to) { hole = from }
             sectorStart += sector
         }
-        let settled = offset + JournalFormat.maxUnsyncedBytes
-        return hole && (settled >= raw.count || Self.allZero(raw, settled..<raw.count))
+        guard let hole else { return false }
+        let settled = hole + JournalFormat.maxUnsyncedBytes
+        return settled >= raw.count || Self.allZero(raw, settled..<raw.count)
     }
 
     private static func allZero(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {

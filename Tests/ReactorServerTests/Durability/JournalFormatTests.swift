@@ -173,12 +173,45 @@ final class JournalFormatTests: XCTestCase {
         // A sound record far beyond what one unsynced write can reach: not what a crash leaves.
         var far: [UInt8] = []
         JournalFormat.append(LogRecord(version: 10, payload: Array("{}".utf8)), to: &far)
-        let at = offsets[5] + JournalFormat.maxUnsyncedBytes + 100
+        let at = sector + JournalFormat.maxUnsyncedBytes + 100
         bytes.replaceSubrange(at..<(at + far.count), with: far)
         var scanner = JournalScanner(bytes: bytes)
         for _ in 0..<5 { _ = scanner.next() }
         guard case .damaged(let offset, _) = scanner.next() else { return XCTFail("data beyond one write's reach is damage") }
         XCTAssertEqual(offset, offsets[5])
+    }
+
+    /// A group of more than `maxUnsyncedBytes` goes in synced pieces, cut wherever the bytes fall:
+    /// a crash while the second piece was unsynced lost the sectors where it starts, inside a record
+    /// the first piece began, and kept later ones. A tear, not damage: that write reaches a megabyte
+    /// past where it began, further than a megabyte past the record's start.
+    func testAnUnwrittenStartOfAGroupsSecondPieceInsideARecordIsATear() {
+        var bytes = JournalFormat.header(.segment, version: 1)
+        var offsets: [Int] = []
+        for version in 1...44 {
+            offsets.append(bytes.count)
+            let payload = #"{"v":"\#(String(repeating: "z", count: 50_000))"}"#
+            JournalFormat.append(LogRecord(version: UInt64(version), payload: Array(payload.utf8)), to: &bytes)
+        }
+        let groupStart = JournalFormat.headerSize
+        let secondPiece = groupStart + JournalFormat.maxUnsyncedBytes
+        let thirdPiece = secondPiece + JournalFormat.maxUnsyncedBytes
+        XCTAssertGreaterThan(bytes.count, thirdPiece)
+        // The third piece was never written; the room after it is zeros.
+        for index in thirdPiece..<bytes.count { bytes[index] = 0 }
+        bytes += [UInt8](repeating: 0, count: 8192)
+        // The rest of the second piece's first sector, and the sector after, never reached the disk.
+        for index in secondPiece..<((secondPiece / 512 + 2) * 512) { bytes[index] = 0 }
+        let split = offsets.lastIndex { $0 < secondPiece }!
+        XCTAssertLessThan(secondPiece + 1_024, offsets[split + 1], "the record spans the pieces' border")
+        var scanner = JournalScanner(bytes: bytes)
+        for version in 1...split {
+            guard case .record(let record, _) = scanner.next() else { return XCTFail("record \(version) was synced") }
+            XCTAssertEqual(record.version, UInt64(version))
+        }
+        guard case .torn(let offset, let reason) = scanner.next() else { return XCTFail("the record across the pieces' border is torn") }
+        XCTAssertEqual(offset, offsets[split])
+        XCTAssertTrue(reason.contains("never wholly reached the disk"), reason)
     }
 
     func testAChangedByteWithRecordsAfterItIsDamageEvenWithRoomAfter() {
