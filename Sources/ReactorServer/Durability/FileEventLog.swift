@@ -54,7 +54,10 @@ public final class FileEventLog: EventLog {
         lastVersion = report.lastVersion
         oldestVersion = report.snapshotVersion
         writer = try JournalWriter(directory: directory, segmentLimit: options.segmentBytes, lastSegment: report.lastSegment, nextVersion: report.lastVersion + 1)
-        segments = report.segments.isEmpty ? [report.lastVersion + 1] : report.segments
+        segments = report.segments
+        // A segment the writer started: there was none to continue (a new directory, or a last
+        // segment recovery removed for a header cut short).
+        if report.lastSegment == nil && segments.last != report.lastVersion + 1 { segments.append(report.lastVersion + 1) }
         // What a crash between writing a snapshot and removing what it replaced leaves behind.
         for first in report.obsoleteSegments {
             unlink(directory.segmentPath(firstVersion: first))

@@ -30,6 +30,9 @@ final class JournalWriter: @unchecked Sendable {
     /// Set when a failed append's bytes could not be removed: the next append removes them first,
     /// and writes nothing until that works.
     private var needsCutBack = false
+    /// Segments started by appends and not yet reported: a failed append may have started one
+    /// that the appends after it go on filling.
+    private var unreported: [UInt64] = []
 
     /// Continues the segment recovery verified (its records end at `size`; zeros may follow), or
     /// starts one at `nextVersion` if there is none.
@@ -52,17 +55,16 @@ final class JournalWriter: @unchecked Sendable {
     }
 
     /// Appends `records` and syncs them as `policy` says; returns the first version of each segment
-    /// it started. On failure the segment is cut back to what it held before, so a retry appends
-    /// to a clean end.
+    /// started since the last append that succeeded. On failure the segment is cut back to what it
+    /// held before, so a retry appends to a clean end.
     func append(_ records: [LogRecord], policy: FsyncPolicy) -> Result<[UInt64], EventLogError> {
         if needsCutBack, let error = cutBack() { return .failure(error) }
         guard let first = records.first else { return .success([]) }
-        var started: [UInt64] = []
         let batchBytes = records.reduce(0) { $0 + JournalFormat.encodedSize($1) }
         do throws(EventLogError) {
             if size > JournalFormat.headerSize && size + batchBytes > segmentLimit {
                 try startSegment(at: first.version)
-                started.append(first.version)
+                unreported.append(first.version)
             }
             // `size` moves only once the whole group is written: a failure part way cuts back to
             // the group's start, so none of its records, synced or not, outlives its refusal.
@@ -80,7 +82,8 @@ final class JournalWriter: @unchecked Sendable {
                 end = try write(bytes, at: end, policy: policy)
             }
             size = end
-            return .success(started)
+            defer { unreported = [] }
+            return .success(unreported)
         } catch {
             _ = cutBack()
             return .failure(error)

@@ -83,6 +83,29 @@ final class JournalWriterTests: XCTestCase {
         XCTAssertEqual(try recover(directory).versions, [1, 2, 3, 4])
     }
 
+    /// An append that starts a segment and then fails leaves the segment for the next one to fill:
+    /// that one reports it, so the log lists every segment holding records.
+    func testASegmentStartedByAFailedAppendIsReportedByTheNextThatSucceeds() throws {
+        // While failing, a file's first write (a new segment's header) goes through, later ones not.
+        let failing = Locked(false)
+        let written = Locked<Set<String>>([])
+        var directory = try newDirectory()
+        directory.faults = { operation, file in
+            guard operation == .write, failing.withLock({ $0 }) else { return nil }
+            return written.withLock { $0.insert(file).inserted } ? nil : ENOSPC
+        }
+        let writer = try JournalWriter(directory: directory, segmentLimit: 1024, lastSegment: nil, nextVersion: 1)
+        XCTAssertEqual(try writer.append(records(1...4), policy: .batch).get(), [])
+        failing.withLock { $0 = true }
+        guard case .failure = writer.append(records(5...24), policy: .batch) else { return XCTFail("the records' write fails") }
+        failing.withLock { $0 = false }
+        XCTAssertEqual(try directory.segmentVersions(), [1, 5], "the new segment was started")
+        XCTAssertEqual(try writer.append(records(5...6), policy: .batch).get(), [5])
+        XCTAssertEqual(try writer.append(records(7...7), policy: .batch).get(), [])
+        writer.close()
+        XCTAssertEqual(try recover(directory).versions, Array(1...7))
+    }
+
     func testAFullSegmentIsCutToItsRecordsAndUnsyncedAppendsKeepNoRoom() throws {
         let directory = try newDirectory()
         let writer = try JournalWriter(directory: directory, segmentLimit: 1024, lastSegment: nil, nextVersion: 1)
