@@ -110,7 +110,10 @@ public struct JournalRecovery: Sendable {
                     throw EventLogError(.damaged, "\(relative) at offset \(offset): \(reason)")
                 }
             }
-            if isLast { report.lastSegment = (first, size) }
+            // Appends continue the last segment only where its records reach the state: after a
+            // snapshot newer than its last record (records it held lost with `--fsync never`), the
+            // next version starts a segment of its own rather than leave a gap in this one.
+            if isLast && (previous ?? (first - 1)) + 1 == expected { report.lastSegment = (first, size) }
         }
         report.lastVersion = expected - 1
         return report

@@ -106,6 +106,24 @@ final class JournalWriterTests: XCTestCase {
         XCTAssertEqual(try recover(directory).versions, Array(1...7))
     }
 
+    /// A snapshot newer than the last segment's last record (the records after it were never synced
+    /// and a power cut took them): the next events start a segment of their own, and the journal
+    /// reads back whole, where continuing that segment would leave a gap in it.
+    func testAfterASnapshotNewerThanTheLastRecordAppendsStartANewSegment() throws {
+        let directory = try newDirectory()
+        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: 1)
+        XCTAssertEqual(try writer.append(records(1...5), policy: .batch).get(), [])
+        writer.close()
+        try FileEventLog.writeSnapshot(LogRecord(version: 8, payload: Array("{}".utf8)), in: directory, removingSegments: [], snapshots: [0])
+        let (_, report) = try recover(directory)
+        XCTAssertEqual(report.lastVersion, 8)
+        XCTAssertNil(report.lastSegment, "segment 1 ends at version 5, before the snapshot")
+        let next = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: report.lastSegment, nextVersion: 9)
+        XCTAssertEqual(try next.append(records(9...10), policy: .batch).get(), [])
+        next.close()
+        XCTAssertEqual(try recover(directory).versions, [9, 10])
+    }
+
     func testAFullSegmentIsCutToItsRecordsAndUnsyncedAppendsKeepNoRoom() throws {
         let directory = try newDirectory()
         let writer = try JournalWriter(directory: directory, segmentLimit: 1024, lastSegment: nil, nextVersion: 1)
