@@ -68,6 +68,10 @@ public struct DataDirectory: Sendable {
             }
         }
         try fsyncDirectory(path)
+        // Its entry in its parent too, so that a power cut does not lose it; where the parent
+        // cannot be opened (readable by others only), as before: the entry reaches the disk in time.
+        let parent = (path as NSString).deletingLastPathComponent
+        try? fsyncDirectory(parent.isEmpty ? "." : parent)
     }
 
     /// Takes the directory's lock for this process; fails if another process holds it.

@@ -85,7 +85,11 @@ final class JournalWriter: @unchecked Sendable {
             defer { unreported = [] }
             return .success(unreported)
         } catch {
-            _ = cutBack()
+            // Records that could not be cut off may be read back at the next start: their outcome
+            // is not known, and their clients must not be told they were not applied.
+            if let cutError = cutBack() {
+                return .failure(EventLogError(.indeterminate, "\(error.message); \(cutError.message), so these events may be found in it at the next start"))
+            }
             return .failure(error)
         }
     }

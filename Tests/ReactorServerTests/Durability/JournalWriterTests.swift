@@ -124,6 +124,25 @@ final class JournalWriterTests: XCTestCase {
         XCTAssertEqual(try recover(directory).versions, [9, 10])
     }
 
+    /// A group that fails and cannot be cut off again may be read back at the next start: its
+    /// outcome is not known, and it is not refused as though it were not written.
+    func testAFailedGroupThatCannotBeCutOffIsIndeterminate() throws {
+        let failing = Locked(false)
+        var directory = try newDirectory()
+        directory.faults = { operation, _ in
+            failing.withLock { $0 } && (operation == .fsync || operation == .truncate) ? EIO : nil
+        }
+        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: 1)
+        XCTAssertEqual(try writer.append(records(1...2), policy: .batch).get(), [])
+        failing.withLock { $0 = true }
+        guard case .failure(let error) = writer.append(records(3...4), policy: .batch) else { return XCTFail("the sync fails") }
+        XCTAssertEqual(error.kind, .indeterminate, error.message)
+        failing.withLock { $0 = false }
+        XCTAssertEqual(try writer.append(records(3...4), policy: .batch).get(), [], "cut off at last, the versions are given again")
+        writer.close()
+        XCTAssertEqual(try recover(directory).versions, [1, 2, 3, 4])
+    }
+
     func testAFullSegmentIsCutToItsRecordsAndUnsyncedAppendsKeepNoRoom() throws {
         let directory = try newDirectory()
         let writer = try JournalWriter(directory: directory, segmentLimit: 1024, lastSegment: nil, nextVersion: 1)
