@@ -75,18 +75,17 @@ extension HTTPRequest {
         }
     }
 
-    /// The first parameter name the query gives more than once (`?mode=a&mode=b`), decoded; nil
-    /// when every name appears once. Each parameter reactord reads takes one value, and which of two
-    /// the client meant cannot be known.
-    public var repeatedQueryName: String? {
-        guard hasQueryMark, let query else { return nil }
-        var names: [String] = []
-        for pair in query.split(separator: "&") {
-            let name = HTTPPercentDecoding.decode(pair[..<(pair.firstIndex(of: "=") ?? pair.endIndex)], plusAsSpace: true)
-            if names.contains(name) { return name }
-            names.append(name)
+    /// Whether the query gives `name` more than once (`?mode=a&mode=b`): a parameter that takes one
+    /// value cannot be read then, since which the client meant cannot be known.
+    public func queryRepeats(_ name: String) -> Bool {
+        guard hasQueryMark, let query else { return false }
+        var seen = false
+        for pair in query.split(separator: "&")
+        where HTTPPercentDecoding.decode(pair[..<(pair.firstIndex(of: "=") ?? pair.endIndex)], plusAsSpace: true) == name {
+            if seen { return true }
+            seen = true
         }
-        return nil
+        return false
     }
 
     private func firstQueryValue(_ name: String) -> String? {

@@ -99,10 +99,11 @@ final class EventService<StateType: HostedState> {
             return respond(Problem.unsupportedMediaType(request.headers["Content-Type"], expected: "application/json").response)
         }
         let mode: BatchMode
-        switch request.queryValue("mode") {
-        case nil, "strict": mode = .allOrNothing
-        case "prune": mode = .prune
-        case let other?: return respond(Problem.invalidParameter("mode", "mode must be strict or prune, not \"\(other)\"").response)
+        switch Problem.parameter("mode", of: request) {
+        case .success(nil), .success("strict"): mode = .allOrNothing
+        case .success("prune"): mode = .prune
+        case .success(let other?): return respond(Problem.invalidParameter("mode", "mode must be strict or prune, not \"\(other)\"").response)
+        case .failure(let problem): return respond(problem.response)
         }
         path.post(request.body, mode: mode, origin: context.principal, sharedKey: sharedKey, answer: respond)
     }

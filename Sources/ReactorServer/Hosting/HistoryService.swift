@@ -129,7 +129,12 @@ final class HistoryService<StateType: HostedState> {
 
     /// A non-negative integer query parameter within `range`.
     static func integer(_ request: HTTPRequest, _ name: String, default fallback: UInt64, in range: ClosedRange<UInt64>) -> Result<UInt64, Problem> {
-        guard let text = request.queryValue(name) else { return .success(fallback) }
+        let text: String
+        switch Problem.parameter(name, of: request) {
+        case .success(let value?): text = value
+        case .success(nil): return .success(fallback)
+        case .failure(let problem): return .failure(problem)
+        }
         guard let value = UInt64(text), range.contains(value) else {
             return .failure(.invalidParameter(name, "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound), not \"\(text)\""))
         }

@@ -24,7 +24,12 @@ final class StateService<StateType: HostedState> {
 
     private func getState(_ request: HTTPRequest, respond: @escaping (HTTPResponse) -> Void) {
         let pointer: JSONPointer?
-        if let path = request.queryValue("path") {
+        let path: String?
+        switch Problem.parameter("path", of: request) {
+        case .success(let value): path = value
+        case .failure(let problem): return respond(problem.response)
+        }
+        if let path {
             do {
                 pointer = try JSONPointer(path)
             } catch {

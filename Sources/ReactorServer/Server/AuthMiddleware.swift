@@ -45,7 +45,8 @@ struct AuthMiddleware: HTTPMiddleware {
                   zip(header.prefix(scheme.count), scheme).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) else { return nil }
             return header.dropFirst(scheme.count)
         }
-        if let query = request.queryValue("access_token") { return ArraySlice(query.utf8) }
+        // Given twice, neither is taken: which one the client meant cannot be known.
+        if let query = request.queryValue("access_token"), !request.queryRepeats("access_token") { return ArraySlice(query.utf8) }
         return nil
     }
 

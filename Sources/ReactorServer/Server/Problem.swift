@@ -64,6 +64,13 @@ extension Problem {
         Problem(status: .badRequest, kind: "malformed-request", title: "Malformed request", detail: detail)
     }
 
+    /// The one value of query parameter `name`, nil when absent, or why it cannot be read: the query
+    /// gives it more than once.
+    static func parameter(_ name: String, of request: HTTPRequest) -> Result<String?, Problem> {
+        if request.queryRepeats(name) { return .failure(.invalidParameter(name, "\(name) is given more than once; give it once")) }
+        return .success(request.queryValue(name))
+    }
+
     public static func invalidParameter(_ name: String, _ detail: String) -> Problem {
         Problem(status: .badRequest, kind: "invalid-parameter", title: "Invalid parameter",
                 detail: detail, extensions: ["parameter": .string(name)])

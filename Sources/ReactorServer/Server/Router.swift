@@ -134,11 +134,6 @@ final class RouteTable {
         let method = request.method == .head ? HTTPMethod.get : request.method
         for entry in entryRanges[index] where entries[entry].method == method {
             context.scope = entries[entry].scope
-            if let name = request.repeatedQueryName {
-                // Answered after the middleware, as the endpoint would answer a bad value.
-                context.endpoint = Endpoint(respond: Router.answer(.invalidParameter(name, "\(name) is given more than once; give it once")))
-                return
-            }
             context.routeEntry = entry
             return
         }

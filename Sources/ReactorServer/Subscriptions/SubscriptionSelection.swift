@@ -12,8 +12,13 @@ struct SubscriptionSelection: Hashable {
 
     /// Reads `path`, `mode` and `since` from a request's query; the problem names the bad parameter.
     static func parse(_ request: HTTPRequest, lastEventID: String? = nil) -> Result<(SubscriptionSelection, since: UInt64?), Problem> {
+        let parameters: (path: String?, mode: String?, since: String?)
+        switch (Problem.parameter("path", of: request), Problem.parameter("mode", of: request), Problem.parameter("since", of: request)) {
+        case (.success(let path), .success(let mode), .success(let since)): parameters = (path, mode, since)
+        case (.failure(let problem), _, _), (_, .failure(let problem), _), (_, _, .failure(let problem)): return .failure(problem)
+        }
         var path = JSONPointer.root
-        if let text = request.queryValue("path") {
+        if let text = parameters.path {
             do {
                 path = try JSONPointer(text)
             } catch {
@@ -21,13 +26,13 @@ struct SubscriptionSelection: Hashable {
             }
         }
         let mode: Mode
-        switch request.queryValue("mode") {
+        switch parameters.mode {
         case nil, "patch": mode = .patch
         case "state": mode = .state
         case let other?: return .failure(.invalidParameter("mode", "mode must be patch or state, not \"\(other)\""))
         }
         var since: UInt64?
-        if let text = request.queryValue("since") ?? lastEventID {
+        if let text = parameters.since ?? lastEventID {
             // Versions are written as JSON integers (Int64) everywhere; a larger one cannot exist.
             guard let version = UInt64(text), version <= UInt64(Int64.max) else {
                 return .failure(.invalidParameter("since", "since must be a version number from 0 to \(Int64.max), not \"\(text)\""))

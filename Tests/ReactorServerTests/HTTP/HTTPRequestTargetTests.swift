@@ -37,13 +37,14 @@ final class HTTPRequestTargetTests: XCTestCase, HTTPParserTesting {
         XCTAssertEqual(HTTPRequest(target: "/?k=a=b").queryItems, [HTTPQueryItem(name: "k", value: "a=b")])
     }
 
-    func testARepeatedParameterIsNamedOnceDecoded() {
-        XCTAssertNil(HTTPRequest(target: "/state").repeatedQueryName)
-        XCTAssertNil(HTTPRequest(target: "/state?path=/a&version=3&&mode=").repeatedQueryName)
-        XCTAssertEqual(HTTPRequest(target: "/state?path=/a&version=3&path=/b").repeatedQueryName, "path")
+    func testAParameterGivenTwiceIsFoundHoweverItIsSpelled() {
+        XCTAssertFalse(HTTPRequest(target: "/state").queryRepeats("path"))
+        XCTAssertFalse(HTTPRequest(target: "/state?path=/a&version=3&&mode=").queryRepeats("path"))
+        XCTAssertTrue(HTTPRequest(target: "/state?path=/a&version=3&path=/b").queryRepeats("path"))
+        XCTAssertFalse(HTTPRequest(target: "/state?path=/a&version=3&path=/b").queryRepeats("version"))
         // The same name however it is spelled, and with or without a value.
-        XCTAssertEqual(HTTPRequest(target: "/s?m%6Fde=a&mode").repeatedQueryName, "mode")
-        XCTAssertEqual(HTTPRequest(target: "/s?a+b=1&a%20b=2").repeatedQueryName, "a b")
+        XCTAssertTrue(HTTPRequest(target: "/s?m%6Fde=a&mode").queryRepeats("mode"))
+        XCTAssertTrue(HTTPRequest(target: "/s?a+b=1&a%20b=2").queryRepeats("a b"))
     }
 
     func testPathStaysEncoded() {
