@@ -27,6 +27,9 @@ public final class Core<StateType: State>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var observers: [Observer] = []
     @exclusivity(unchecked) @usableFromInline var pending = JobQueue<Job>()
     @exclusivity(unchecked) @usableFromInline var draining = false
+    /// True while middleware and observers are shown a state: an event they fire then is a reaction.
+    @exclusivity(unchecked) @usableFromInline var isShowingState = false
+    @exclusivity(unchecked) @usableFromInline var applyingReaction = false
     /// What was removed on the executor while a job ran (see `removeNow`): skipped by the job's
     /// loops from then on, and dropped from the arrays when the job ends.
     @exclusivity(unchecked) @usableFromInline var removedDuringJob: [Observer.Key] = []
@@ -121,6 +124,11 @@ public final class Core<StateType: State>: @unchecked Sendable {
         applyIfIdle(event, origin: nil, intercepted: false)
     }
 
+    /// Whether the event being applied is a reaction: fired, on the executor, by a middleware or an
+    /// observer (a feedback, a subscriber) as it was shown another state. For an interceptor or a
+    /// middleware to tell it from an event fired from outside; false between events.
+    public var isApplyingReaction: Bool { applyingReaction }
+
     /// Whether a job submitted now from the executor would run at once (nothing queued or running).
     public var isIdle: Bool {
         executor.isCurrent && !draining && pending.isEmpty && inbox.isEmpty
@@ -211,7 +219,9 @@ public final class Core<StateType: State>: @unchecked Sendable {
         submit(.perform { [self] in
             current = state
             currentVersion = version
+            isShowingState = true
             notifyObservers(of: state)
+            isShowingState = false
         })
     }
 
@@ -380,17 +390,36 @@ public final class Core<StateType: State>: @unchecked Sendable {
     @usableFromInline
     enum Job: Sendable {
         case event(any Event, origin: (any Sendable)?, (@Sendable (Result<UInt64, any Error>) -> Void)?)
+        /// An event fired by a middleware or an observer as it was shown a state (`isApplyingReaction`).
+        case reaction(any Event, origin: (any Sendable)?, (@Sendable (Result<UInt64, any Error>) -> Void)?)
         case perform(@Sendable () -> Void)
+
+        @inlinable
+        init(reactionTo job: consuming Job) {
+            switch consume job {
+            case .event(let event, let origin, let completion): self = .reaction(event, origin: origin, completion)
+            case .reaction(let event, let origin, let completion): self = .reaction(event, origin: origin, completion)
+            case .perform(let body): self = .perform(body)
+            }
+        }
     }
 
     @inlinable
     func submit(_ job: consuming Job) {
         if executor.isCurrent {
             if !inbox.isEmpty { takeInbox() }
+            if isShowingState { return acceptReaction(job) }
             accept(job)
         } else if inbox.push(job) {
             executor.enqueue { [self] in runInbox() }
         }
+    }
+
+    /// Accepts `job`, fired by a middleware or an observer as it was shown a state, as a reaction.
+    /// Out of line: rare, and kept off the path of every other job.
+    @usableFromInline @inline(never)
+    func acceptReaction(_ job: consuming Job) {
+        accept(Job(reactionTo: job))
     }
 
     /// Queues what other threads fired, oldest first. On the executor only, which then owes the
@@ -451,19 +480,32 @@ public final class Core<StateType: State>: @unchecked Sendable {
             endRound()
             body()
         case .event(let event, let origin, let completion):
-            let result: Result<UInt64, any Error>
-            do {
-                publishApplied(event, state: try admit(event, origin: origin))
-                result = .success(currentVersion)
-            } catch {
-                result = .failure(error)
+            let result = apply(event, origin: origin)
+            if let completion {
+                endRound()
+                completion(result)
             }
+        case .reaction(let event, let origin, let completion):
+            applyingReaction = true
+            let result = apply(event, origin: origin)
+            applyingReaction = false
             if let completion {
                 endRound()
                 completion(result)
             }
         }
         if !removedDuringJob.isEmpty { dropRemovedDuringJob() }
+    }
+
+    /// Admits and applies `event`, and shows the result: the version it took, or why it was rejected.
+    @inlinable
+    func apply(_ event: Event, origin: (any Sendable)?) -> Result<UInt64, any Error> {
+        do {
+            publishApplied(event, state: try admit(event, origin: origin))
+            return .success(currentVersion)
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// Runs the interceptors, then applies `event` to the current state and returns the new state;
@@ -493,6 +535,8 @@ public final class Core<StateType: State>: @unchecked Sendable {
     @inlinable
     func publishApplied(_ event: Event, state: StateType) {
         currentVersion += 1
+        isShowingState = true
+        defer { isShowingState = false }
         // Each middleware is called where it lies, unretained: the array holds it, and nothing
         // changes the array before this job ends (what adds or removes one waits in the queue).
         var index = 0

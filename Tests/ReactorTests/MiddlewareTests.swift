@@ -38,6 +38,33 @@ final class MiddlewareTests: XCTestCase {
         core.drain()
         XCTAssertEqual(middleware.calls.value, 1)
     }
+
+    func testAMiddlewareTellsAReactionFromAnEventFiredFromOutside() async throws {
+        // Records each event's amount, and whether it was applied as a reaction.
+        final class ReactionWatcher: Middleware, @unchecked Sendable {  // @unchecked: called on the executor only
+            var seen: [(amount: Int, isReaction: Bool)] = []
+            weak var core: Core<Counter>?
+            func process(event: Event, state: Counter) {
+                guard let add = event as? Add else { return }
+                seen.append((add.amount, core!.isApplyingReaction))
+            }
+        }
+        let watcher = ReactionWatcher()
+        let core = Core(state: Counter(), middlewares: [watcher])
+        watcher.core = core
+        // A feedback adding 10 when the flag is set and 100 when it is not.
+        core.add(feedback: .skippingRepeated({ $0.flag }) { flag in Add(amount: flag ? 10 : 100) })
+        await core.settle()
+        core.fire(event: SetFlag(value: true))
+        await core.settle()
+        core.restore(state: Counter(), version: 0)
+        await core.settle()
+        core.fire(event: Add(amount: 2))
+        await core.settle()
+        XCTAssertEqual(watcher.seen.map(\.amount), [100, 10, 100, 2])
+        XCTAssertEqual(watcher.seen.map(\.isReaction), [false, true, true, false],
+                       "the feedback's first run is not shown a state change; its runs after an event and after a restore are")
+    }
 }
 
 final class InterceptorTests: XCTestCase {

@@ -27,7 +27,7 @@ import Reactor
 ///
 /// @unchecked Sendable: the core calls it as a middleware on its executor, which is this loop's
 /// thread; everything else happens there too.
-final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Sendable {
+final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @unchecked Sendable {
     struct Options {
         /// A snapshot is written after this many events since the last one, or this many journal bytes.
         var snapshotEvents = 100_000
@@ -55,6 +55,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         var sharedKey: SharedKey?
         /// The request of several events this one came in, if any (see `markBatch`).
         var batch: BatchMark?
+        /// Fired by a middleware or an observer (`Core.isApplyingReaction`): not applied again with
+        /// the rest, since applying its cause again fires it again.
+        let isReaction: Bool
     }
 
     /// An event of a request of several, applied together: with a shared log, applied again together
@@ -106,6 +109,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         var incoming: [LogRecord] = []
         /// Set just before a record of a shared log is applied: that event is durable already.
         var applyingDecided = false
+        /// Set while the core is put back to a published state, and while it applies what others
+        /// appended: reactions to those states are refused (see `intercept`).
+        var refusingReactions = false
         /// Reading what a shared log holds after the published version (after a gap, or a handover
         /// that did not come).
         var catchingUp = false
@@ -162,6 +168,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                 flush()
             }
             core.add(interceptor: SpecializedInterceptor(JournalableEventInterceptor<StateType>()))
+            core.add(interceptor: SpecializedInterceptor(self))
             // Only a shared log publishes states the core still holds as its own.
             if log is any SharedEventLog { core.add(interceptor: SpecializedInterceptor(PublishedStateDetacher(published: published))) }
         }
@@ -282,7 +289,21 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
             return publish(state, version, isCoresOwn: true)
         }
         let changes = state.lastChanges
-        progress.pending.append(Entry(version: version, state: changes == nil ? state : nil, changes: changes, event: event))
+        progress.pending.append(Entry(version: version, state: changes == nil ? state : nil, changes: changes, event: event,
+                                      isReaction: core.isApplyingReaction))
+    }
+
+    // MARK: Interceptor
+
+    /// Refuses a reaction (an event a middleware or an observer fired) to a state this server did
+    /// not reach by its own events: the published state the core is put back to, which was reacted
+    /// to when it was first reached, or an event another server appended, which that server reacts
+    /// to and appends the reactions of. Applied here as well, a reaction would apply once more per
+    /// server, or, fired before the others' events, take the version one of them holds.
+    func intercept(event: Event, state: StateType) throws {
+        if progress.refusingReactions && core.isApplyingReaction {
+            throw EventRejection("a reaction to a state this server did not reach by its own events is not applied here")
+        }
     }
 
     // MARK: Group commit
@@ -440,7 +461,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         endHandover()
         metrics.eventsUndone += core.version - publishedVersion
         let (version, state) = published
-        core.restore(state: state, version: version)
+        restoreCore(to: state, version: version)
         let problem = Problem.journalUnavailable(error)
         while let waiter = progress.waiters.popFirst() { waiter.resume(.failure(problem)) }
     }
@@ -550,7 +571,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                 "from": "\(publishedVersion)", "to": "\(record.version)",
             ])
             fail(EventLogError(.gone, "this node was behind the shared log's oldest event and started again from its snapshot of version \(record.version)"))
-            core.restore(state: state, version: record.version)
+            restoreCore(to: state, version: record.version)
             publish(state, record.version)
             progress.failure = nil
             reconcile()
@@ -575,6 +596,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         progress.waiters.removeAll()
         // Read only when needed: held here while the others' events apply, the state would make
         // the core copy the document's root for the first of them.
+        progress.refusingReactions = true
         if !own.isEmpty { core.restore(state: publishedState.current.state, version: publishedVersion) }
         for record in records {
             do {
@@ -587,14 +609,15 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                     throw EventLogError(.diverged, "the event of version \(record.version) took version \(String(describing: applied)) here")
                 }
                 if !progress.pending.isEmpty {
-                    // Fired meanwhile by a middleware or an observer: this server's own, so applied
-                    // again after the others', like the rest.
+                    // Fired meanwhile by a job the event let run (not a reaction to it, refused):
+                    // this server's own, so applied again after the others', like the rest.
                     own += progress.pending
                     progress.pending.removeAll()
                     core.restore(state: publishedState.current.state, version: publishedVersion)
                 }
             } catch {
                 progress.applyingDecided = false
+                progress.refusingReactions = false
                 let failure = error as? EventLogError ?? EventLogError(.diverged, "the event of version \(record.version) in the shared log does not apply here: \(error)")
                 logger.critical("this node cannot follow the shared log", metadata: ["error": "\(failure)"])
                 progress.cannotFollow = true
@@ -604,11 +627,17 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
                 return fail(failure)
             }
         }
-        // This server's own events again, on the others': each keeps its clients, at its new version.
+        progress.refusingReactions = false
+        // This server's own events again, on the others': each keeps its clients, at its new version;
+        // their reactions are fired anew as they apply.
         var outcomes: [UInt64: Outcome] = [:]
         var next = own.startIndex
         while next < own.endIndex {
             let entry = own[next]
+            if entry.isReaction {
+                next += 1
+                continue
+            }
             if let mark = entry.batch {
                 var end = next + 1
                 while end < own.endIndex, own[end].batch?.id == mark.id { end += 1 }
@@ -657,6 +686,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, @unchecked Senda
         case nil:
             return nil
         }
+    }
+
+    /// Puts the core back to `state`, refusing what observers fire as they are shown it again.
+    private func restoreCore(to state: StateType, version: UInt64) {
+        progress.refusingReactions = true
+        core.restore(state: state, version: version)
+        progress.refusingReactions = false
     }
 
     // MARK: Snapshots

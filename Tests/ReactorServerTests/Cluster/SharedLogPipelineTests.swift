@@ -491,17 +491,23 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(state.stream.count, 1, "the refused event was never appended")
     }
 
-    func testEventsAMiddlewareFiresWhileOthersAreAppliedAreThisServersOwn() {
-        // A middleware that answers every `set` of /ping by incrementing /pong, on this server.
-        final class Echo: Middleware, @unchecked Sendable {  // @unchecked: called on the loop thread only
-            weak var core: Core<JSONDocument>?
-            func process(event: Event, state: JSONDocument) {}
-            func process(event: Event, state: JSONDocument, version: UInt64) {
-                if case .set(let path, _)? = event as? DocumentEvent, path.string == "/ping" {
-                    core?.fire(event: DocumentEvent.increment(path: try! JSONPointer("/pong"), by: 1))
-                }
+    /// A middleware that answers every `set` of /ping by incrementing /pong: a reaction.
+    final class Echo: Middleware, @unchecked Sendable {  // @unchecked: called on the loop thread only
+        weak var core: Core<JSONDocument>?
+        func process(event: Event, state: JSONDocument) {}
+        func process(event: Event, state: JSONDocument, version: UInt64) {
+            if case .set(let path, _)? = event as? DocumentEvent, path.string == "/ping" {
+                core?.fire(event: DocumentEvent.increment(path: try! JSONPointer("/pong"), by: 1))
             }
         }
+    }
+
+    private func waitUntil(_ harness: Harness, reaches version: UInt64) {
+        let deadline = Date().addingTimeInterval(5)
+        while settled(harness).version < version, Date() < deadline { usleep(1_000) }
+    }
+
+    func testAReactionToAnotherServersEventIsThatServersToFire() {
         let echo = Echo()
         let harness = harness(middlewares: [echo])
         let _: Bool = onLoop { finish in
@@ -509,13 +515,60 @@ final class SharedLogPipelineTests: XCTestCase {
             harness.log.appendAsAnotherServer([Self.event(#"{"type":"set","path":"/ping","value":1}"#), Self.increment])
             finish(true)
         }
-        let deadline = Date().addingTimeInterval(5)
-        while settled(harness).version < 3, Date() < deadline { usleep(1_000) }
+        waitUntil(harness, reaches: 2)
+        // Its own reaction is in the log after it, where every server applies it as decided.
+        let _: Bool = onLoop { finish in
+            harness.log.appendAsAnotherServer([Self.event(#"{"type":"increment","path":"/pong","by":1}"#)])
+            finish(true)
+        }
+        waitUntil(harness, reaches: 3)
+        usleep(50_000)
         let state = settled(harness)
-        XCTAssertEqual(state.version, 3, "the others' two events, then the echo appended after them")
+        XCTAssertEqual(state.version, 3, "the other server's events and its reaction, none of this one's")
         XCTAssertEqual(state.core, 3)
         XCTAssertEqual(state.root, ["ping": 1, "n": 1, "pong": 1])
-        XCTAssertEqual(state.stream.last, #"{"type":"increment","path":"/pong","by":1}"#)
+        XCTAssertEqual(state.stream.count, 3)
+        XCTAssertEqual(state.published, [1, 2, 3])
+        XCTAssertTrue(harness.pipeline.isHealthy)
+    }
+
+    func testAReactionToAnOwnEventAppliedAgainIsFiredAgainNotRepeated() {
+        let echo = Echo()
+        let harness = harness(middlewares: [echo])
+        let _: Bool = onLoop { finish in
+            echo.core = harness.core
+            finish(true)
+        }
+        let answers = fire([Self.event(#"{"type":"set","path":"/ping","value":1}"#)], on: harness, whileOthersAppend: [Self.increment])
+        XCTAssertEqual(answers, [.version(2)])
+        waitUntil(harness, reaches: 3)
+        usleep(50_000)
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 3, "the other's event, then the own event and its reaction once")
+        XCTAssertEqual(state.root, ["n": 1, "ping": 1, "pong": 1])
+        XCTAssertEqual(state.stream, [#"{"type":"increment","path":"/n","by":1}"#, #"{"type":"set","path":"/ping","value":1}"#,
+                                      #"{"type":"increment","path":"/pong","by":1}"#])
+        XCTAssertTrue(harness.pipeline.isHealthy)
+    }
+
+    func testAReactionToTheStateTakenBackIsNotApplied() {
+        // A feedback that marks /cleared whenever /ping is absent: also when the core goes back to
+        // the published state, which has none, after the others appended first.
+        let harness = harness()
+        let _: Bool = onLoop { finish in
+            harness.core.add(feedback: .skippingRepeated({ $0.root["ping"] }) { ping in
+                ping == nil ? DocumentEvent.set(path: try! JSONPointer("/cleared"), value: true) : nil
+            })
+            finish(true)
+        }
+        waitUntil(harness, reaches: 1)
+        let answers = fire([Self.event(#"{"type":"set","path":"/ping","value":1}"#)], on: harness, whileOthersAppend: [Self.increment])
+        XCTAssertEqual(answers, [.version(3)])
+        usleep(50_000)
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 3)
+        XCTAssertEqual(state.root, ["cleared": true, "n": 1, "ping": 1])
+        XCTAssertEqual(state.stream.count, 3)
         XCTAssertTrue(harness.pipeline.isHealthy)
     }
 }
