@@ -30,6 +30,9 @@ public final class Core<StateType: State>: @unchecked Sendable {
     /// True while middleware and observers are shown a state: an event they fire then is a reaction.
     @exclusivity(unchecked) @usableFromInline var isShowingState = false
     @exclusivity(unchecked) @usableFromInline var applyingReaction = false
+    /// True while a host replays an order already decided (`holdingOtherThreads`): what other
+    /// threads fire stays in the inbox until then.
+    @exclusivity(unchecked) @usableFromInline var holdsInbox = false
     /// What was removed on the executor while a job ran (see `removeNow`): skipped by the job's
     /// loops from then on, and dropped from the arrays when the job ends.
     @exclusivity(unchecked) @usableFromInline var removedDuringJob: [Observer.Key] = []
@@ -131,12 +134,25 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     /// Whether a job submitted now from the executor would run at once (nothing queued or running).
     public var isIdle: Bool {
-        executor.isCurrent && !draining && pending.isEmpty && inbox.isEmpty
+        executor.isCurrent && !draining && pending.isEmpty && (inbox.isEmpty || holdsInbox)
+    }
+
+    /// Runs `body`, on the executor, with what other threads fire held back until it returns: for a
+    /// host that puts the state back and applies events again in an order already decided (a
+    /// replica of a log several cores share), which an event fired meanwhile must follow. Within
+    /// `body`, `restore` and the `IfIdle` calls neither run nor wait for those events; they run once
+    /// `body` returns, on the hop from their threads already on its way.
+    public func holdingOtherThreads<Result>(_ body: () throws -> Result) rethrows -> Result {
+        precondition(executor.isCurrent, "holdingOtherThreads is called on the executor")
+        let held = holdsInbox
+        holdsInbox = true
+        defer { holdsInbox = held }
+        return try body()
     }
 
     @inlinable
     func applyIfIdle(_ event: Event, origin: (any Sendable)?, intercepted: Bool) -> Result<UInt64, any Error>? {
-        guard executor.isCurrent, !draining, pending.isEmpty, inbox.isEmpty else { return nil }
+        guard executor.isCurrent, !draining, pending.isEmpty, inbox.isEmpty || holdsInbox else { return nil }
         draining = true
         let result: Result<UInt64, any Error>
         do {
@@ -188,7 +204,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
     /// returns what `fire(events:mode:origin:completion:)` would have passed its completion; nil,
     /// having done nothing, when they would have to wait for their turn.
     public func fireIfIdle(events: [any Event], mode: BatchMode, origin: (any Sendable)?) -> Result<BatchOutcome, BatchRejection>? {
-        guard executor.isCurrent, !draining, pending.isEmpty, inbox.isEmpty else { return nil }
+        guard executor.isCurrent, !draining, pending.isEmpty, inbox.isEmpty || holdsInbox else { return nil }
         draining = true
         let result = applyBatch(events, mode: mode, origin: origin)
         if !removedDuringJob.isEmpty { dropRemovedDuringJob() }
@@ -407,7 +423,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
     @inlinable
     func submit(_ job: consuming Job) {
         if executor.isCurrent {
-            if !inbox.isEmpty { takeInbox() }
+            if !inbox.isEmpty && !holdsInbox { takeInbox() }
             if isShowingState { return acceptReaction(job) }
             accept(job)
         } else if inbox.push(job) {

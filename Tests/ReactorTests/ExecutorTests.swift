@@ -143,6 +143,31 @@ final class ExecutorTests: XCTestCase {
         XCTAssertEqual(core.state.count, 10)
     }
 
+    func testWhileOtherThreadsAreHeldTheExecutorAppliesAtOnceAndTheirEventsComeAfter() {
+        let executor = ThreadExecutor()
+        let core = Core(state: Counter(), executor: executor)
+        let results = Locked<[UInt64?]>([])
+        executor.sync {
+            let fired = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                core.fire(event: Add(amount: 100))
+                fired.signal()
+            }
+            fired.wait()
+            XCTAssertNil(core.fireIfIdle(event: Add(), origin: nil), "the other thread's event came first")
+            core.holdingOtherThreads {
+                core.restore(state: Counter(), version: 0)
+                for _ in 1...2 {
+                    let version = try? core.applyIfIdle(decided: Add())?.get()
+                    results.withLock { $0.append(version) }
+                }
+            }
+        }
+        core.drain()
+        XCTAssertEqual(results.withLock { $0 }, [1, 2], "applied at once, on the state restored")
+        XCTAssertEqual(core.state.log, [1, 1, 100], "the other thread's event after them")
+    }
+
     func testTheDefaultExecutorIsAPrivateQueueThatRecognisesItself() {
         let executor = DispatchQueueExecutor()
         XCTAssertFalse(executor.isCurrent)

@@ -590,10 +590,21 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         guard core.isIdle else { return }
         let records = progress.incoming
         progress.incoming.removeAll()
-        var own = progress.pending
+        let own = progress.pending
         progress.pending.removeAll()
         let waiting = progress.waiters
         progress.waiters.removeAll()
+        // An event another thread fires meanwhile comes after all of this, which is decided already.
+        core.holdingOtherThreads { replay(records, own: own, waiting: waiting) }
+        if progress.failure != nil, !progress.cannotFollow, shared?.isReachable == true {
+            logger.notice("caught up with the shared log", metadata: ["version": "\(publishedVersion)"])
+            progress.failure = nil
+        }
+    }
+
+    /// Applies `records` on the published state, then this server's `own` events again on top.
+    private func replay(_ records: [LogRecord], own: [Entry], waiting: Deque<(version: UInt64, resume: (Outcome) -> Void)>) {
+        var own = own
         // Read only when needed: held here while the others' events apply, the state would make
         // the core copy the document's root for the first of them.
         progress.refusingReactions = true
@@ -661,10 +672,6 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             case nil: waiter.resume(.failure(Problem.journalUnavailable(EventLogError(.other, "the event was lost while this node caught up"))))
             }
         }
-        if progress.failure != nil, shared?.isReachable == true {
-            logger.notice("caught up with the shared log", metadata: ["version": "\(publishedVersion)"])
-            progress.failure = nil
-        }
     }
 
     /// The events of one request of several, applied again as one, all or none: each keeps its
@@ -688,10 +695,11 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         }
     }
 
-    /// Puts the core back to `state`, refusing what observers fire as they are shown it again.
+    /// Puts the core back to `state`, refusing what observers fire as they are shown it again; what
+    /// other threads fired and the core has not applied yet is applied after, on that state.
     private func restoreCore(to state: StateType, version: UInt64) {
         progress.refusingReactions = true
-        core.restore(state: state, version: version)
+        core.holdingOtherThreads { core.restore(state: state, version: version) }
         progress.refusingReactions = false
     }
 

@@ -571,4 +571,63 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(state.stream.count, 3)
         XCTAssertTrue(harness.pipeline.isHealthy)
     }
+
+    /// A middleware that, the first time it sees a `set` or an increment of `path`, has another thread
+    /// fire an increment of /elsewhere, and waits until that event is in the core's inbox.
+    final class OtherThreadFirer: Middleware, @unchecked Sendable {  // @unchecked: called on the loop thread only
+        weak var core: Core<JSONDocument>?
+        let path: String
+        var fired = false
+        init(path: String) { self.path = path }
+        func process(event: Event, state: JSONDocument) {}
+        func process(event: Event, state: JSONDocument, version: UInt64) {
+            guard !fired, let core, let event = event as? DocumentEvent else { return }
+            switch event {
+            case .set(let path, _) where path.string == self.path: break
+            case .increment(let path, _) where path.string == self.path: break
+            default: return
+            }
+            fired = true
+            let inInbox = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                core.fire(event: DocumentEvent.increment(path: try! JSONPointer("/elsewhere"), by: 1))
+                inInbox.signal()
+            }
+            inInbox.wait()
+        }
+    }
+
+    func testAnEventFiredFromAnotherThreadWhileTheOthersAreAppliedComesAfterThem() {
+        let firer = OtherThreadFirer(path: "/a")
+        let harness = harness(middlewares: [firer])
+        let _: Bool = onLoop { finish in
+            firer.core = harness.core
+            harness.log.appendAsAnotherServer([Self.event(#"{"type":"set","path":"/a","value":1}"#),
+                                               Self.event(#"{"type":"set","path":"/b","value":2}"#)])
+            finish(true)
+        }
+        waitUntil(harness, reaches: 3)
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 3, "the others' two events, then the one fired meanwhile")
+        XCTAssertEqual(state.root, ["a": 1, "b": 2, "elsewhere": 1])
+        XCTAssertEqual(state.stream.count, 3)
+        XCTAssertTrue(harness.pipeline.isHealthy)
+    }
+
+    func testAnEventFiredFromAnotherThreadWhileOwnEventsAreAppliedAgainComesAfterThem() {
+        let firer = OtherThreadFirer(path: "/n")
+        let harness = harness(middlewares: [firer])
+        let _: Bool = onLoop { finish in
+            firer.core = harness.core
+            finish(true)
+        }
+        let answers = fire([Self.event(#"{"type":"set","path":"/ping","value":1}"#)], on: harness, whileOthersAppend: [Self.increment])
+        XCTAssertEqual(answers, [.version(2)])
+        waitUntil(harness, reaches: 3)
+        let state = settled(harness)
+        XCTAssertEqual(state.version, 3)
+        XCTAssertEqual(state.root, ["n": 1, "ping": 1, "elsewhere": 1])
+        XCTAssertEqual(state.stream.count, 3)
+        XCTAssertTrue(harness.pipeline.isHealthy)
+    }
 }
