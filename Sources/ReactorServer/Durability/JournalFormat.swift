@@ -31,6 +31,21 @@ public enum JournalFormat {
     /// The most bytes a journal writer has written and not yet synced: the extent of what a crash
     /// can leave half written.
     public static let maxUnsyncedBytes = 1 << 20
+    /// The disk sector a crash writes whole or not at all, as `JournalScanner` reckons it (the
+    /// smallest there is: larger ones are made of these).
+    public static let sectorSize = 512
+
+    /// Where the piece of a group that a writer writes from file offset `start`, and syncs before
+    /// the next, ends, for a group ending at `end`: at most `maxUnsyncedBytes` on, and short of the
+    /// group's end, on a sector's boundary. The next piece then starts a sector of its own, and a
+    /// crash while it is written leaves that sector's zeros whole (the hole `JournalScanner` knows
+    /// an unfinished write by), never zeros behind synced bytes in the middle of a sector.
+    public static func pieceEnd(from start: Int, groupEnd end: Int) -> Int {
+        let limit = start + maxUnsyncedBytes
+        guard limit < end else { return end }
+        let aligned = limit / sectorSize * sectorSize
+        return aligned > start ? aligned : limit
+    }
 
     public enum FileKind: Sendable {
         case segment, snapshot
@@ -169,7 +184,7 @@ public struct JournalScanner {
     /// hole is in the unsynced write wherever it began. Past the next sound record, zeros are the
     /// room, whatever a damaged length claims.
     private func isUnfinishedWrite(at offset: Int, end: Int, before sound: Int?, in raw: UnsafeRawBufferPointer) -> Bool {
-        let sector = 512
+        let sector = JournalFormat.sectorSize
         let limit = min(sound ?? raw.count, max(end, offset + 1))
         var hole: Int?
         var sectorStart = offset / sector * sector

@@ -94,13 +94,13 @@ final class JournalWriter: @unchecked Sendable {
         }
     }
 
-    /// Writes `bytes` at `offset`, `maxUnsyncedBytes` at a time, each piece synced before the next
-    /// is written (unless `policy` is never), zeroing room ahead first when syncing. Returns where
-    /// they end.
+    /// Writes `bytes` at `offset`, `maxUnsyncedBytes` at most at a time (`JournalFormat.pieceEnd`),
+    /// each piece synced before the next is written (unless `policy` is never), zeroing room ahead
+    /// first when syncing. Returns where they end.
     private func write(_ bytes: [UInt8], at offset: Int, policy: FsyncPolicy) throws(EventLogError) -> Int {
         var start = 0
         while start < bytes.count {
-            let end = policy == .never ? bytes.count : min(bytes.count, start + JournalFormat.maxUnsyncedBytes)
+            let end = policy == .never ? bytes.count : JournalFormat.pieceEnd(from: offset + start, groupEnd: offset + bytes.count) - offset
             let needed = offset + end
             if policy != .never && needed > fileSize {
                 let roomEnd = max(needed, min(segmentLimit, needed + Self.roomStep))

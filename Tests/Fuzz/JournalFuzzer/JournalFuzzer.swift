@@ -5,7 +5,8 @@ import ReactorServer
 /// after a segment's header are read without trapping, and every record read is one that is whole
 /// and sound there; records written over zeroed room read back whole, with the room as the
 /// end; and a crash in the middle of the last write over the room (any of its disk sectors left
-/// unwritten) never reads as damage: everything synced before it reads back, then a tear or the end.
+/// unwritten), in any piece of a group larger than one write, never reads as damage: everything
+/// synced before it reads back, then a tear or the end.
 func check(_ bytes: UnsafeRawBufferPointer) {
     let input = Array(bytes)
     let header = JournalFormat.header(.segment, version: 1)
@@ -31,16 +32,26 @@ func check(_ bytes: UnsafeRawBufferPointer) {
         }
     }
 
-    // Records from the input (split at 0xFF; JSON is never empty and holds no zero byte), the first `synced` of them
-    // synced, the rest one write over the room, of whose disk sectors a crash kept those `kept` says.
+    // Records from the input (split at 0xFF; JSON is never empty and holds no zero byte), the first
+    // `synced` of them synced, the rest one group over the room. The writer writes a group in
+    // pieces (`JournalFormat.pieceEnd`), syncing each before the next; a crash in
+    // one piece (`crashed`) leaves the pieces before it whole, those after it unwritten, and of its
+    // own disk sectors those `kept` says. With the input's top bit set, the group's first record is
+    // grown past a piece, so that a piece border falls inside it.
     guard input.count >= 3 else { return }
     let (synced, kept) = (Int(input[0] % 16), UInt16(input[1]) | UInt16(input[2]) << 8)
-    let payloads = input.dropFirst(3).split(separator: 0xFF, omittingEmptySubsequences: false).prefix(64)
+    var payloads = input.dropFirst(3).split(separator: 0xFF, omittingEmptySubsequences: false).prefix(64)
         .map { $0.isEmpty ? [UInt8(ascii: "0")] : $0.map { $0 == 0 ? 1 : $0 } }
+    if input[0] & 0x80 != 0, synced < payloads.count {
+        let grown = JournalFormat.maxUnsyncedBytes + Int(input[1]) * 997
+        payloads[synced] = (0..<grown).map { payloads[synced][$0 % payloads[synced].count] }
+    }
     var segment = header
     var syncedEnd = header.count
+    var recordEnds: [Int] = []
     for (index, payload) in payloads.enumerated() {
         JournalFormat.append(LogRecord(version: UInt64(index + 1), payload: payload), to: &segment)
+        recordEnds.append(segment.count)
         if index + 1 == synced { syncedEnd = segment.count }
     }
     let writeEnd = segment.count
@@ -51,14 +62,23 @@ func check(_ bytes: UnsafeRawBufferPointer) {
     }
     precondition(clean.next() == .end && clean.offset == writeEnd, "the room is not read as the end")
     if synced >= payloads.count { return }
-    let sector = 512
-    var sectorStart = syncedEnd / sector * sector
-    while sectorStart < writeEnd {
+    var pieces: [Range<Int>] = []
+    while (pieces.last?.upperBound ?? syncedEnd) < writeEnd {
+        let start = pieces.last?.upperBound ?? syncedEnd
+        pieces.append(start..<JournalFormat.pieceEnd(from: start, groupEnd: writeEnd))
+    }
+    let crashedPiece = pieces[Int(input[2]) % pieces.count]
+    let (writeStart, writeStop) = (crashedPiece.lowerBound, crashedPiece.upperBound)
+    for index in writeStop..<writeEnd { segment[index] = 0 }
+    let sector = JournalFormat.sectorSize
+    var sectorStart = writeStart / sector * sector
+    while sectorStart < writeStop {
         if kept & (1 << ((sectorStart / sector) % 16)) == 0 {
-            for index in max(sectorStart, syncedEnd)..<min(sectorStart + sector, segment.count) { segment[index] = 0 }
+            for index in max(sectorStart, writeStart)..<min(sectorStart + sector, writeStop) { segment[index] = 0 }
         }
         sectorStart += sector
     }
+    let durable = recordEnds.filter { $0 <= writeStart }.count
     var crashed = JournalScanner(bytes: segment)
     var read = 0
     while true {
@@ -70,7 +90,7 @@ func check(_ bytes: UnsafeRawBufferPointer) {
         case .damaged(let offset, let reason):
             preconditionFailure("a crash in the last write read as damage at \(offset): \(reason)")
         case .end, .torn:
-            precondition(read >= synced, "a synced record was lost")
+            precondition(read >= durable, "a synced record was lost")
         }
         break
     }

@@ -194,14 +194,16 @@ final class JournalFormatTests: XCTestCase {
             JournalFormat.append(LogRecord(version: UInt64(version), payload: Array(payload.utf8)), to: &bytes)
         }
         let groupStart = JournalFormat.headerSize
-        let secondPiece = groupStart + JournalFormat.maxUnsyncedBytes
-        let thirdPiece = secondPiece + JournalFormat.maxUnsyncedBytes
+        let secondPiece = JournalFormat.pieceEnd(from: groupStart, groupEnd: bytes.count)
+        let thirdPiece = JournalFormat.pieceEnd(from: secondPiece, groupEnd: bytes.count)
+        XCTAssertEqual(secondPiece % JournalFormat.sectorSize, 0, "a piece after the first starts a sector")
+        XCTAssertGreaterThan(secondPiece, groupStart + JournalFormat.maxUnsyncedBytes - JournalFormat.sectorSize)
         XCTAssertGreaterThan(bytes.count, thirdPiece)
         // The third piece was never written; the room after it is zeros.
         for index in thirdPiece..<bytes.count { bytes[index] = 0 }
         bytes += [UInt8](repeating: 0, count: 8192)
-        // The rest of the second piece's first sector, and the sector after, never reached the disk.
-        for index in secondPiece..<((secondPiece / 512 + 2) * 512) { bytes[index] = 0 }
+        // The second piece's first sector never reached the disk; the ones after it did.
+        for index in secondPiece..<(secondPiece + JournalFormat.sectorSize) { bytes[index] = 0 }
         let split = offsets.lastIndex { $0 < secondPiece }!
         XCTAssertLessThan(secondPiece + 1_024, offsets[split + 1], "the record spans the pieces' border")
         var scanner = JournalScanner(bytes: bytes)
@@ -212,6 +214,13 @@ final class JournalFormatTests: XCTestCase {
         guard case .torn(let offset, let reason) = scanner.next() else { return XCTFail("the record across the pieces' border is torn") }
         XCTAssertEqual(offset, offsets[split])
         XCTAssertTrue(reason.contains("never wholly reached the disk"), reason)
+    }
+
+    func testAGroupIsWrittenInPiecesOfAtMostOneWriteThatEndOnASector() {
+        XCTAssertEqual(JournalFormat.pieceEnd(from: 100, groupEnd: 5_000), 5_000, "a group within one write is one piece")
+        XCTAssertEqual(JournalFormat.pieceEnd(from: 100, groupEnd: 100 + JournalFormat.maxUnsyncedBytes), 100 + JournalFormat.maxUnsyncedBytes)
+        XCTAssertEqual(JournalFormat.pieceEnd(from: 100, groupEnd: 3 << 20), JournalFormat.maxUnsyncedBytes)
+        XCTAssertEqual(JournalFormat.pieceEnd(from: 1 << 20, groupEnd: 3 << 20), 2 << 20)
     }
 
     func testAChangedByteWithRecordsAfterItIsDamageEvenWithRoomAfter() {
