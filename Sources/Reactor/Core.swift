@@ -39,7 +39,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     /// Jobs fired from other threads and not yet taken on the executor, where one hop takes them all.
     /// A job fired on the executor takes them first and queues up behind them, which keeps one total
-    /// order across all threads.
+    /// order across all threads (except while a host holds them back: `holdingOtherThreads`).
     @usableFromInline let inbox = SlotInbox<Job>()
     /// What the running work owes subscribers when it ends (states to send to their own queues).
     @usableFromInline let round = DeliveryRound()
@@ -127,9 +127,11 @@ public final class Core<StateType: State>: @unchecked Sendable {
         applyIfIdle(event, origin: nil, intercepted: false)
     }
 
-    /// Whether the event being applied is a reaction: fired, on the executor, by a middleware or an
-    /// observer (a feedback, a subscriber) as it was shown another state. For an interceptor or a
-    /// middleware to tell it from an event fired from outside; false between events.
+    /// Whether the event being applied is a reaction: fired with `fire(event:)`, on the executor, by
+    /// a middleware or an observer (a feedback, a subscriber) as it was shown another state. For an
+    /// interceptor or a middleware, on the executor, to tell it from an event fired from outside;
+    /// false between events. Events such a party fires another way (a batch, a command, from a job
+    /// or a completion, a feedback's async effect or its first run) are not marked.
     public var isApplyingReaction: Bool { applyingReaction }
 
     /// Whether a job submitted now from the executor would run at once (nothing queued or running).
