@@ -447,8 +447,13 @@ public final class Core<StateType: State>: @unchecked Sendable {
         inbox.takeAll { job in pending.append(consume job) }
     }
 
+    /// How many jobs from other threads one hop runs before it lets the executor run its other work
+    /// (an event loop's sockets and timers) and comes back for the rest.
+    @usableFromInline static var inboxJobsPerHop: Int { 1024 }
+
     /// The one hop from other threads: runs what they fired, batch after batch, and what that fires
-    /// in turn, until they fire nothing more.
+    /// in turn, until they fire nothing more, or until it ran `inboxJobsPerHop` jobs and they still
+    /// fire: a thread that never pauses would otherwise keep the executor from everything else.
     @inlinable
     func runInbox() {
         guard !draining else {
@@ -459,13 +464,24 @@ public final class Core<StateType: State>: @unchecked Sendable {
         }
         draining = true
         round.holdsSubscribers = true
-        repeat {
+        var ran = 0
+        while true {
             // Each job runs from the inbox where it lies; what the batch fires on the executor waits
             // in `pending` behind the whole batch, which came first.
-            inbox.takeAll { job in run(consume job) }
+            inbox.takeAll { job in
+                ran &+= 1
+                run(consume job)
+            }
             while let next = pending.popFirst() { run(consume next) }
             endRound()
-        } while !inbox.endTaking()
+            if inbox.endTaking() { break }
+            if ran >= Self.inboxJobsPerHop {
+                // Still taking, so no producer hops: this one comes back for the rest, after the
+                // executor's other work. Jobs fired on the executor meanwhile take the inbox first.
+                executor.enqueue { [self] in runInbox() }
+                break
+            }
+        }
         round.holdsSubscribers = false
         draining = false
     }

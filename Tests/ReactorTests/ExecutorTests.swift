@@ -168,6 +168,28 @@ final class ExecutorTests: XCTestCase {
         XCTAssertEqual(core.state.log, [1, 1, 100], "the other thread's event after them")
     }
 
+    func testAThreadThatFiresWithoutPauseLeavesTheExecutorItsOtherWork() {
+        let executor = ThreadExecutor()
+        let core = Core(state: Counter(), executor: executor)
+        let chain = 5_000
+        let countWhenOtherWorkRan = Locked<Int?>(nil)
+        // Each event applied has another thread fire the next before the core goes on, so the
+        // inbox is never empty until the chain ends; the first also gives the executor other work.
+        core.add(middleware: ChainFiringMiddleware(core: core, upTo: chain) { count in
+            guard count == 1 else { return }
+            executor.enqueue { countWhenOtherWorkRan.withLock { $0 = core.state.count } }
+        })
+        core.fire(event: Add())
+        let deadline = Date().addingTimeInterval(30)
+        while core.snapshot().state.count < chain && Date() < deadline { usleep(10_000) }
+        let (version, state) = core.snapshot()
+        XCTAssertEqual(state.count, chain)
+        XCTAssertEqual(version, UInt64(chain), "every event applied once")
+        let ranAt = countWhenOtherWorkRan.withLock { $0 }
+        XCTAssertNotNil(ranAt)
+        XCTAssertLessThan(ranAt ?? chain, chain, "the executor's other work waited for the whole chain")
+    }
+
     func testTheDefaultExecutorIsAPrivateQueueThatRecognisesItself() {
         let executor = DispatchQueueExecutor()
         XCTAssertFalse(executor.isCurrent)
@@ -185,5 +207,30 @@ private struct FiringMiddleware: Middleware {
         guard (event as? Add)?.amount == 10 else { return }
         let result = core.fireIfIdle(event: Add(amount: 1), origin: nil)
         inner.withLock { $0 = .some(result) }
+    }
+}
+
+/// Has another thread fire the next `Add` as each one is applied, until the count reaches `limit`,
+/// and waits until that event is in the core's inbox; tells `onEach` the count it saw.
+private struct ChainFiringMiddleware: Middleware {
+    let core: Core<Counter>
+    let upTo: Int
+    let onEach: @Sendable (Int) -> Void
+
+    init(core: Core<Counter>, upTo limit: Int, onEach: @escaping @Sendable (Int) -> Void) {
+        self.core = core
+        self.upTo = limit
+        self.onEach = onEach
+    }
+
+    func process(event: Event, state: Counter) {
+        onEach(state.count)
+        guard state.count < upTo else { return }
+        let inInbox = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { [core] in
+            core.fire(event: Add())
+            inInbox.signal()
+        }
+        inInbox.wait()
     }
 }

@@ -586,8 +586,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         progress.incoming.removeAll { $0.version <= publishedVersion }
         guard let first = progress.incoming.first else { return }
         guard first.version == publishedVersion + 1 else { return catchUp() }
-        // Everything below must run now, in order, with nothing else applied in between.
-        guard core.isIdle else { return }
+        // Everything below must run now, in order, with nothing else applied in between. What other
+        // threads fired and the core has not taken yet waits (a thread that fires without pause
+        // would otherwise keep this node from ever following).
+        guard core.holdingOtherThreads({ core.isIdle }) else { return }
         let records = progress.incoming
         progress.incoming.removeAll()
         let own = progress.pending

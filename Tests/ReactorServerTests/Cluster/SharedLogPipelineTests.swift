@@ -630,4 +630,51 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(state.stream.count, 3)
         XCTAssertTrue(harness.pipeline.isHealthy)
     }
+
+    /// A middleware that, as each increment of /elsewhere is applied, has another thread fire the
+    /// next, up to `limit`, and waits until it is in the core's inbox: a thread that never pauses.
+    final class ChainFirer: Middleware, @unchecked Sendable {  // @unchecked: called on the loop thread only
+        weak var core: Core<JSONDocument>?
+        let limit: Int
+        var fired = 0
+        /// How many it had fired when it was first shown a state with the other server's event.
+        var firedWhenOthersApplied: Int?
+        init(limit: Int) { self.limit = limit }
+        func process(event: Event, state: JSONDocument) {}
+        func process(event: Event, state: JSONDocument, version: UInt64) {
+            guard let core else { return }
+            if firedWhenOthersApplied == nil, state.root["a"] != nil { firedWhenOthersApplied = fired }
+            guard case .increment(let path, _)? = event as? DocumentEvent, path.string == "/elsewhere", fired < limit else { return }
+            fired += 1
+            let inInbox = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                core.fire(event: DocumentEvent.increment(path: try! JSONPointer("/elsewhere"), by: 1))
+                inInbox.signal()
+            }
+            inInbox.wait()
+        }
+    }
+
+    func testAThreadThatFiresWithoutPauseDoesNotKeepTheServerFromFollowing() {
+        let limit = 5_000
+        let firer = ChainFirer(limit: limit)
+        let harness = harness(middlewares: [firer])
+        let _: Bool = onLoop { finish in
+            firer.core = harness.core
+            let core = harness.core
+            DispatchQueue.global().async { core.fire(event: DocumentEvent.increment(path: try! JSONPointer("/elsewhere"), by: 1)) }
+            harness.log.appendAsAnotherServer([Self.event(#"{"type":"set","path":"/a","value":1}"#)])
+            finish(true)
+        }
+        let total = UInt64(limit + 2)
+        let deadline = Date().addingTimeInterval(60)
+        while settled(harness).version < total, Date() < deadline { usleep(10_000) }
+        let state = settled(harness)
+        XCTAssertEqual(state.version, total)
+        XCTAssertEqual(state.root, ["a": 1, "elsewhere": .integer(Int64(limit + 1))])
+        XCTAssertEqual(state.stream.count, Int(total))
+        XCTAssertTrue(harness.pipeline.isHealthy)
+        let seenAt: Int? = onLoop { finish in finish(firer.firedWhenOthersApplied) }
+        XCTAssertLessThan(seenAt ?? limit, limit, "the other server's event waited until the thread stopped firing")
+    }
 }
