@@ -75,8 +75,8 @@ def snapshot_versions(data_dir: Path) -> list[int]:
     return sorted(int(p.name[: -len(".snapshot")]) for p in (data_dir / "snapshots").glob("*.snapshot"))
 
 
-def encode_header(magic: bytes, version: int) -> bytes:
-    return magic + struct.pack("<HHQ", 1, 0, version)
+def encode_header(magic: bytes, version: int, format: int = 2) -> bytes:
+    return magic + struct.pack("<HHQ", format, 0, version)
 
 
 def encode_record(version: int, payload: bytes) -> bytes:
@@ -100,8 +100,15 @@ class Record:
     def crc_ok(self) -> bool:
         return crc32c(struct.pack("<Q", self.version) + self.payload) == self.crc
 
+    @property
+    def event_bytes(self) -> bytes:
+        """The payload's JSON: after the idempotency answers a record may begin with (format 2)."""
+        if self.payload.startswith(b"\x01"):
+            return self.payload.split(b"\n\n", 1)[1]
+        return self.payload
+
     def json(self):
-        return json.loads(self.payload)
+        return json.loads(self.event_bytes)
 
 
 @dataclass

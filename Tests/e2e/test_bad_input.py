@@ -294,11 +294,11 @@ def write_old_directory(data_dir: Path, snapshot_version: int, state_text: str, 
     (data_dir / "journal").mkdir(parents=True)
     (data_dir / "snapshots").mkdir()
     snapshot_path(data_dir, snapshot_version).write_bytes(
-        encode_header(b"RSNP", snapshot_version) + encode_record(snapshot_version, state_text.encode())
+        encode_header(b"RSNP", snapshot_version, format=1) + encode_record(snapshot_version, state_text.encode())
     )
     first = snapshot_version + 1
     segment_path(data_dir, first).write_bytes(
-        encode_header(b"RJNL", first) + b"".join(encode_record(first + i, text.encode()) for i, text in enumerate(events))
+        encode_header(b"RJNL", first, format=1) + b"".join(encode_record(first + i, text.encode()) for i, text in enumerate(events))
     )
 
 

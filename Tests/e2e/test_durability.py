@@ -34,6 +34,7 @@ from journal import (
     HEADER_SIZE,
     RECORD_HEADER_SIZE,
     all_history,
+    encode_header,
     encode_record,
     files_under,
     fire,
@@ -132,7 +133,7 @@ def test_a_fresh_directory_gets_snapshot_0_of_the_initial_state_and_a_lock(react
     assert (data_dir / "LOCK").is_file()
     assert snapshot_versions(data_dir) == [0]
     snapshot = parse_file(snapshot_path(data_dir, 0))
-    assert (snapshot.magic, snapshot.format, snapshot.reserved, snapshot.version) == (b"RSNP", 1, 0, 0)
+    assert (snapshot.magic, snapshot.format, snapshot.reserved, snapshot.version) == (b"RSNP", 2, 0, 0)
     assert len(snapshot.records) == 1 and snapshot.trailing == b""
     record = snapshot.records[0]
     assert record.version == 0 and record.crc_ok and record.offset == HEADER_SIZE
@@ -162,7 +163,7 @@ def test_an_acknowledged_event_is_in_the_journal_file_before_the_answer(reactord
     event = {"type": "set", "path": "/a", "value": {"b": [1, "two", None, True]}}
     assert fire(server, event) == 1
     segment = parse_file(data_dir / FIRST_SEGMENT)  # read while the server runs, right after the 200
-    assert (segment.magic, segment.format, segment.reserved, segment.version) == (b"RJNL", 1, 0, 1)
+    assert (segment.magic, segment.format, segment.reserved, segment.version) == (b"RJNL", 2, 0, 1)
     assert [r.version for r in segment.records] == [1] and segment.trailing == b""
     record = segment.records[0]
     assert record.crc_ok and record.offset == HEADER_SIZE and record.length == len(record.payload)
@@ -251,6 +252,27 @@ def test_a_restart_has_the_same_state_and_versions(reactord, data_dir):
 
     server = start(reactord, data_dir)
     assert state_and_version(server) == ({**state, "after": "restart"}, 121)
+
+
+def test_a_directory_of_the_former_format_is_read_and_appends_go_to_a_segment_of_the_current_one(reactord, data_dir):
+    (data_dir / "journal").mkdir(parents=True)
+    (data_dir / "snapshots").mkdir()
+    snapshot_path(data_dir, 0).write_bytes(encode_header(b"RSNP", 0, format=1) + encode_record(0, b'{"n":10}'))
+    segment_path(data_dir, 1).write_bytes(
+        encode_header(b"RJNL", 1, format=1) + encode_record(1, b'{"type":"increment","path":"/n"}') + encode_record(2, b'{"type":"increment","path":"/n"}')
+    )
+    server = start(reactord, data_dir)
+    assert state_and_version(server) == ({"n": 12}, 2)
+    assert post_events(server, {"type": "increment", "path": "/n"}, headers={"Idempotency-Key": "up"}).json() == {"version": 3}
+    stop(server)
+    assert segment_versions(data_dir) == [1, 3]
+    assert parse_file(segment_path(data_dir, 1)).format == 1  # left as it was
+    assert parse_file(segment_path(data_dir, 3)).format == 2
+    server = start(reactord, data_dir)
+    assert state_and_version(server) == ({"n": 13}, 3)
+    assert [line["version"] for line in all_history(server)] == [1, 2, 3]
+    replay = post_events(server, {"type": "increment", "path": "/n"}, headers={"Idempotency-Key": "up"})
+    assert (replay.json(), replay.header("Idempotent-Replayed")) == ({"version": 3}, "true")
 
 
 def test_the_initial_state_only_seeds_a_fresh_directory(reactord, data_dir, tmp_path):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
-from conftest import assert_problem, curl_response, get_state, post_events, request
+from conftest import REACTORD_BIN, assert_problem, curl_response, get_state, post_events, request, wait_until
 
 INCREMENT = {"type": "increment", "path": "/n"}
 
@@ -114,3 +115,65 @@ def test_a_request_refused_before_it_ran_does_not_use_up_its_key(server):
     replay = request(server, "POST", "/events", body=event, headers={**key, "Content-Type": "application/json"})
     assert replay.status == 200 and replay.header("Idempotent-Replayed") == "true", replay
     assert get_state(server)["fixed"] == 1
+
+
+# With a data directory, a key answered by an event is kept in the event's journal record (and in
+# the snapshots that fold it in): a retry after a restart, a crash before the client heard, say,
+# gets the first answer and applies nothing twice.
+
+
+def test_a_retry_after_a_crash_gets_the_answer_of_the_event_that_went_in(reactord, tmp_path):
+    data_dir = tmp_path / "data"
+    server = reactord("--data-dir", str(data_dir))
+    batch = [INCREMENT, {"type": "append", "path": "/l", "value": "x"}, {"type": "remove", "path": "/missing"}]
+    assert post_events(server, INCREMENT, headers=keyed("single")).json() == {"version": 1}
+    pruned = post_events(server, batch, path="/events?mode=prune", headers=keyed("batch"))
+    assert pruned.status == 200
+    first_batch_answer = pruned.json()
+    assert first_batch_answer["version"] == 3 and first_batch_answer["applied"] == 2
+    assert [rejected["index"] for rejected in first_batch_answer["rejected"]] == [2]
+    assert post_events(server, INCREMENT).json() == {"version": 4}
+    server.kill()
+
+    server = reactord("--data-dir", str(data_dir))
+    retry = post_events(server, INCREMENT, headers=keyed("single"))
+    assert (retry.status, retry.json(), retry.header("Idempotent-Replayed")) == (200, {"version": 1}, "true")
+    assert retry.header("Content-Type") == "application/json"
+    batch_retry = post_events(server, batch, path="/events?mode=prune", headers=keyed("batch"))
+    assert (batch_retry.status, batch_retry.json(), batch_retry.header("Idempotent-Replayed")) == (200, first_batch_answer, "true")
+    # The key still belongs to the first request, and a new key applies.
+    assert_problem(post_events(server, {"type": "increment", "path": "/n", "by": 5}, headers=keyed("single")), 422, "idempotency-key-reused")
+    assert post_events(server, INCREMENT, headers=keyed("new")).json() == {"version": 5}
+    assert get_state(server) == {"n": 4, "l": ["x"]}
+
+
+def test_keys_survive_reactord_compact(reactord, tmp_path):
+    data_dir = tmp_path / "data"
+    server = reactord("--data-dir", str(data_dir))
+    assert post_events(server, INCREMENT, headers=keyed("before-compact")).json() == {"version": 1}
+    server.stop()
+    compacted = subprocess.run([REACTORD_BIN, "compact", "--data-dir", str(data_dir)], capture_output=True, timeout=20)
+    assert compacted.returncode == 0, compacted.stderr
+    assert not list((data_dir / "journal").iterdir())
+    server = reactord("--data-dir", str(data_dir))
+    retry = post_events(server, INCREMENT, headers=keyed("before-compact"))
+    assert (retry.json(), retry.header("Idempotent-Replayed")) == ({"version": 1}, "true")
+    assert get_state(server) == {"n": 1}
+
+
+def test_keys_survive_the_snapshot_that_removes_their_events_segment(reactord, tmp_path):
+    data_dir = tmp_path / "data"
+    flags = ("--data-dir", str(data_dir), "--snapshot-events", "10", "--segment-bytes", "4096")
+    server = reactord(*flags)
+    assert post_events(server, INCREMENT, headers=keyed("early")).json() == {"version": 1}
+    for i in range(2, 61):
+        assert post_events(server, {"type": "set", "path": f"/k{i % 5}", "value": "y" * 200}).json() == {"version": i}
+    wait_until(lambda: sorted(p.name for p in (data_dir / "journal").iterdir())[0] != "00000000000000000001.log",
+               message="the first segment removed by a snapshot")
+    server.stop()
+
+    server = reactord(*flags)
+    retry = post_events(server, INCREMENT, headers=keyed("early"))
+    assert (retry.status, retry.json(), retry.header("Idempotent-Replayed")) == (200, {"version": 1}, "true")
+    assert get_state(server)["n"] == 1
+

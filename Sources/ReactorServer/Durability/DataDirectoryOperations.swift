@@ -80,9 +80,12 @@ public enum DataDirectoryOperations {
         do { bytes = try state!.jsonValue().jsonBytes } catch {
             throw EventLogError(.other, "the state at version \(report.lastVersion) does not encode: \(error)")
         }
-        // Every segment goes: the next event starts a new one.
+        // Every segment goes: the next event starts a new one. The idempotency answers they held,
+        // still within their window, go into the snapshot, as a running server's snapshot takes them.
         let segments = try directory.segmentVersions()
-        try FileEventLog.writeSnapshot(LogRecord(version: report.lastVersion, payload: bytes), in: directory,
+        let now = JournaledAnswer.now()
+        let answers = report.answers.filter { $0.expiresAt > now }
+        try FileEventLog.writeSnapshot(LogRecord(version: report.lastVersion, payload: bytes, answers: answers), in: directory,
                                        removingSegments: segments, snapshots: try directory.snapshotVersions().filter { $0 < report.lastVersion })
         return report.lastVersion
     }

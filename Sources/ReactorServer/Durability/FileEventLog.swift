@@ -14,11 +14,15 @@ public final class FileEventLog: EventLog {
         public var segmentBytes = 16 << 20
         /// Records kept in memory for reads near the head.
         public var recentRecords = 4096
+        /// The most idempotency answers a snapshot carries: as many as the server remembers
+        /// (`ServerConfiguration.idempotencyCapacity`), the newest.
+        public var answersKept = 10_000
 
-        public init(fsync: FsyncPolicy = .batch, segmentBytes: Int = 16 << 20, recentRecords: Int = 4096) {
+        public init(fsync: FsyncPolicy = .batch, segmentBytes: Int = 16 << 20, recentRecords: Int = 4096, answersKept: Int = 10_000) {
             self.fsync = fsync
             self.segmentBytes = segmentBytes
             self.recentRecords = recentRecords
+            self.answersKept = answersKept
         }
     }
 
@@ -36,6 +40,10 @@ public final class FileEventLog: EventLog {
     /// The changes of the last events replayed at start-up, up to `lastVersion`, for the server's
     /// resume window; handed over once (`takeReplayedChanges`).
     var replayedChanges: [(version: UInt64, changes: [JSONPatchOperation])] = []
+
+    /// The idempotency answers of the events appended (and, at start-up, recovered), oldest first,
+    /// until they expire: the next snapshot carries those of the events it folds in.
+    private(set) var answers: Deque<JournaledAnswer> = []
 
     public private(set) var statistics = EventLogStatistics()
     private var appending = false
@@ -55,6 +63,8 @@ public final class FileEventLog: EventLog {
         oldestVersion = report.snapshotVersion
         writer = try JournalWriter(directory: directory, segmentLimit: options.segmentBytes, lastSegment: report.lastSegment, nextVersion: report.lastVersion + 1)
         segments = report.segments
+        answers = Deque(report.answers)
+        dropExpiredAnswers()
         // A segment the writer started: there was none to continue (a new directory, or a last
         // segment recovery removed for a header cut short).
         if report.lastSegment == nil && segments.last != report.lastVersion + 1 { segments.append(report.lastVersion + 1) }
@@ -110,6 +120,7 @@ public final class FileEventLog: EventLog {
                 segments.append(contentsOf: started)
                 if let last = records.last { lastVersion = last.version }
                 remember(records)
+                keepAnswers(of: records)
                 next.completion(.success(()))
             case .failure(let error):
                 statistics.appendFailures += 1
@@ -118,6 +129,22 @@ public final class FileEventLog: EventLog {
             startNextAppend()
             finishClosingIfIdle()
         }
+    }
+
+    private func keepAnswers(of records: [LogRecord]) {
+        var added = false
+        for record in records where !record.answers.isEmpty {
+            answers.append(contentsOf: record.answers)
+            added = true
+        }
+        if added { dropExpiredAnswers() }
+    }
+
+    /// Forgets the answers whose window has passed, oldest first (they expire about in order), and
+    /// the oldest past `answersKept`.
+    private func dropExpiredAnswers() {
+        let now = JournaledAnswer.now()
+        while let first = answers.first, first.expiresAt <= now || answers.count > options.answersKept { answers.removeFirst() }
     }
 
     private func remember(_ records: [LogRecord]) {
@@ -187,6 +214,8 @@ public final class FileEventLog: EventLog {
             obsolete.append(first)
         }
         let olderSnapshots = (try? directory.snapshotVersions().filter { $0 < version }) ?? []
+        dropExpiredAnswers()
+        let kept = Array(answers.filter { $0.version <= version })
         let (directory, redundant) = (directory, obsolete)
         jobsInFlight += 1
         loop.runInThreadPool({ () -> Result<Int, EventLogError> in
@@ -197,7 +226,7 @@ public final class FileEventLog: EventLog {
                 return .failure(EventLogError(.other, "the state at version \(version) could not be encoded: \(error)"))
             }
             return Result { () throws(EventLogError) -> Int in
-                try Self.writeSnapshot(LogRecord(version: version, payload: state), in: directory, removingSegments: redundant, snapshots: olderSnapshots)
+                try Self.writeSnapshot(LogRecord(version: version, payload: state, answers: kept), in: directory, removingSegments: redundant, snapshots: olderSnapshots)
                 return state.count
             }
         }) { [self] result in

@@ -1,12 +1,15 @@
 /// One entry of an event log: the version an event produced and the event's JSON; in a snapshot
-/// file, the version and the whole state's JSON.
+/// file, the version and the whole state's JSON. In a journal, the idempotency keys answered by the
+/// event (or, in a snapshot, by the events before it) travel with it.
 public struct LogRecord: Sendable, Equatable {
     public let version: UInt64
     public let payload: [UInt8]
+    public let answers: [JournaledAnswer]
 
-    public init(version: UInt64, payload: [UInt8]) {
+    public init(version: UInt64, payload: [UInt8], answers: [JournaledAnswer] = []) {
         self.version = version
         self.payload = payload
+        self.answers = answers
     }
 }
 
@@ -21,9 +24,12 @@ public struct LogRecord: Sendable, Equatable {
 ///     version UInt64
 ///     payload length bytes of JSON
 ///
-/// all little-endian. A snapshot file holds exactly one record.
+/// all little-endian. A snapshot file holds exactly one record. From format 2 on, a payload may
+/// begin with idempotency answers before its JSON (`JournaledAnswer.marker`); format 1 files, which
+/// hold none, are read as they are, and appends never continue one.
 public enum JournalFormat {
-    public static let formatVersion: UInt16 = 1
+    public static let formatVersion: UInt16 = 2
+    public static let readableFormats: ClosedRange<UInt16> = 1...2
     public static let headerSize = 16
     public static let recordHeaderSize = 16
     /// The largest payload a record may carry; a larger length can only be damage.
@@ -66,13 +72,18 @@ public enum JournalFormat {
         return bytes
     }
 
-    /// Reads a header; nil with the reason when the bytes are not one of `kind`.
+    /// Reads a header: the version it names; the reason when the bytes are not one of `kind`.
     public static func parseHeader(_ bytes: UnsafeRawBufferPointer, kind: FileKind) -> Result<UInt64, HeaderError> {
+        parseHeaderAndFormat(bytes, kind: kind).map(\.version)
+    }
+
+    /// Reads a header: the version it names and the file's format.
+    public static func parseHeaderAndFormat(_ bytes: UnsafeRawBufferPointer, kind: FileKind) -> Result<(version: UInt64, format: UInt16), HeaderError> {
         guard bytes.count >= headerSize else { return .failure(.short(bytes.count)) }
         guard Array(bytes[0..<4]) == kind.magic else { return .failure(.badMagic) }
         let format = UInt16(bytes[4]) | UInt16(bytes[5]) << 8
-        guard format == formatVersion else { return .failure(.unknownFormat(format)) }
-        return .success(UInt64(littleEndianBytes: bytes, at: 8))
+        guard readableFormats.contains(format) else { return .failure(.unknownFormat(format)) }
+        return .success((UInt64(littleEndianBytes: bytes, at: 8), format))
     }
 
     public enum HeaderError: Error, Equatable, CustomStringConvertible {
@@ -82,25 +93,35 @@ public enum JournalFormat {
             switch self {
             case .short(let count): "the header is \(count) bytes, not \(JournalFormat.headerSize)"
             case .badMagic: "the file does not start with the expected magic bytes"
-            case .unknownFormat(let format): "unknown format \(format) (this reactord reads format \(JournalFormat.formatVersion))"
+            case .unknownFormat(let format): "unknown format \(format) (this reactord reads formats \(JournalFormat.readableFormats.lowerBound) to \(JournalFormat.readableFormats.upperBound): a newer reactord wrote it)"
             }
         }
     }
 
     /// Appends one record's bytes to `bytes`.
     public static func append(_ record: LogRecord, to bytes: inout [UInt8]) {
+        guard record.answers.isEmpty else {
+            return append(version: record.version, payload: JournaledAnswer.payload(record.payload, carrying: record.answers), to: &bytes)
+        }
+        append(version: record.version, payload: record.payload, to: &bytes)
+    }
+
+    private static func append(version: UInt64, payload: [UInt8], to bytes: inout [UInt8]) {
         var versionBytes: [UInt8] = []
-        versionBytes.appendLittleEndian(record.version)
+        versionBytes.appendLittleEndian(version)
         var crc = CRC32C.checksum(versionBytes)
-        crc = CRC32C.checksum(record.payload, continuing: crc)
-        bytes.appendLittleEndian(UInt32(record.payload.count))
+        crc = CRC32C.checksum(payload, continuing: crc)
+        bytes.appendLittleEndian(UInt32(payload.count))
         bytes.appendLittleEndian(crc)
         bytes.append(contentsOf: versionBytes)
-        bytes.append(contentsOf: record.payload)
+        bytes.append(contentsOf: payload)
     }
 
     public static func encodedSize(_ record: LogRecord) -> Int {
-        recordHeaderSize + record.payload.count
+        guard record.answers.isEmpty else {
+            return recordHeaderSize + JournaledAnswer.payload(record.payload, carrying: record.answers).count
+        }
+        return recordHeaderSize + record.payload.count
     }
 }
 
@@ -167,9 +188,12 @@ public struct JournalScanner {
                 if isUnfinishedWrite(at: at, end: end, before: sound, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
                 return end == bytes.count && sound == nil ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
             }
+            guard let (payload, answers) = JournaledAnswer.split(bytes[(at + JournalFormat.recordHeaderSize)..<end]) else {
+                return .damaged(offset: at, reason: "the record of version \(version) begins with idempotency answers that cannot be read")
+            }
             expectedVersion = version + 1
             offset = end
-            return .record(LogRecord(version: version, payload: Array(raw[(at + JournalFormat.recordHeaderSize)..<end])), offset: at)
+            return .record(LogRecord(version: version, payload: payload, answers: answers), offset: at)
         }
     }
 

@@ -19,6 +19,9 @@ public struct JournalRecovery: Sendable {
         public var obsoleteSegments: [UInt64] = []
         /// What was found torn and, with `repair`, cut off.
         public var warnings: [String] = []
+        /// The idempotency answers the snapshot and the records read carry, oldest first, for
+        /// events up to `lastVersion` (some may have expired).
+        public var answers: [JournaledAnswer] = []
     }
 
     public let directory: DataDirectory
@@ -40,6 +43,7 @@ public struct JournalRecovery: Sendable {
         let snapshot = try readSnapshot(version: snapshotVersion)
         try restore(snapshot)
         report.snapshotVersion = snapshotVersion
+        report.answers = snapshot.answers
         var expected = snapshotVersion + 1
 
         let segments = try directory.segmentVersions()
@@ -54,9 +58,10 @@ public struct JournalRecovery: Sendable {
             let relative = "journal/" + (file as NSString).lastPathComponent
             let bytes = try directory.readFile(file)
             let headerVersion: UInt64
-            switch bytes.withUnsafeBytes({ JournalFormat.parseHeader($0, kind: .segment) }) {
-            case .success(let version):
-                headerVersion = version
+            let format: UInt16
+            switch bytes.withUnsafeBytes({ JournalFormat.parseHeaderAndFormat($0, kind: .segment) }) {
+            case .success(let header):
+                (headerVersion, format) = header
             case .failure(.short(let count)) where isLast:
                 // Created, then a crash before its header was whole: it holds nothing.
                 report.warnings.append("\(relative): a segment header cut short (\(count) bytes); \(repair ? "removed" : "to be removed")")
@@ -88,6 +93,8 @@ public struct JournalRecovery: Sendable {
                         throw EventLogError(.damaged, "\(relative) at offset \(offset): the first record is version \(record.version), not \(first)")
                     }
                     previous = record.version
+                    // Answers of events the snapshot folded in still hold: the events are applied.
+                    report.answers += record.answers
                     if record.version < expected { continue }
                     guard record.version == expected else {
                         throw EventLogError(.damaged, "\(relative) at offset \(offset): version \(record.version) where \(expected) was expected")
@@ -113,9 +120,13 @@ public struct JournalRecovery: Sendable {
             // Appends continue the last segment only where its records reach the state: after a
             // snapshot newer than its last record (records it held lost with `--fsync never`), the
             // next version starts a segment of its own rather than leave a gap in this one.
-            if isLast && (previous ?? (first - 1)) + 1 == expected { report.lastSegment = (first, size) }
+            // Nor a segment of an older format, whose readers would not know what appends add now.
+            if isLast && (previous ?? (first - 1)) + 1 == expected && format == JournalFormat.formatVersion { report.lastSegment = (first, size) }
         }
         report.lastVersion = expected - 1
+        // A snapshot's answers come again from the records it folded in that are still on disk.
+        var seen = Set<JournaledAnswer>()
+        report.answers = report.answers.filter { $0.version <= report.lastVersion && seen.insert($0).inserted }
         return report
     }
 

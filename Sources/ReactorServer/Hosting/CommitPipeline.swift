@@ -51,8 +51,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         let event: any Event
         /// The event's journal record as it arrived (see `record(_:asEventOf:)`).
         var payload: [UInt8]?
-        /// The cluster's idempotency key of the request the event answers (see `answer(_:withEventOf:)`).
-        var sharedKey: SharedKey?
+        /// The idempotency key of the request the event answers (see `answer(_:withEventOf:)`).
+        var answeredKey: AnsweredKey?
+        /// The answer to that key, where it is more than `{"version":N}` (a request of several events).
+        var answeredBody: [UInt8]?
         /// The request of several events this one came in, if any (see `markBatch`).
         var batch: BatchMark?
         /// Fired by a middleware or an observer (`Core.isApplyingReaction`): not applied again with
@@ -69,10 +71,12 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     }
     private var batchesMarked: UInt64 = 0
 
-    /// An idempotency key a request to a cluster carried, answered by its one event: the answer,
-    /// `{"version":N}` at the version the event is appended at, goes into Redis with the event.
-    struct SharedKey {
-        /// In Redis's terms (`IdempotencyAnswer.key`).
+    /// An idempotency key a request carried, answered by its one event: the answer, `{"version":N}`
+    /// at the version the event is appended at, goes into the log with the event (into a cluster's
+    /// Redis by the append's script, into the journal in the event's record), so that a retry finds
+    /// it whenever the event went in, even if its server never answered.
+    struct AnsweredKey {
+        /// In the log's terms: a cluster's `IdempotencyAnswer.key`, the journal's scoped key.
         let key: String
         let fingerprint: String
         let milliseconds: UInt64
@@ -247,9 +251,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
 
     /// Takes `key` as answered by the event the core applied at `version`, under the same terms as
     /// `record(_:asEventOf:)`: the answer is written with the event, by the append that carries it.
-    func answer(_ key: SharedKey, withEventOf version: UInt64) {
-        guard shared != nil, let index = progress.pending.lastIndex(where: { $0.version == version }) else { return }
-        progress.pending[index].sharedKey = key
+    func answer(_ key: AnsweredKey, withEventOf version: UInt64, body: [UInt8]? = nil) {
+        guard log != nil, let index = progress.pending.lastIndex(where: { $0.version == version }) else { return }
+        progress.pending[index].answeredKey = key
+        progress.pending[index].answeredBody = body
     }
 
     /// Takes the events the core applied at `versions` as one request's, posted at `postedIndices`
@@ -327,7 +332,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             guard let payload = entry.payload ?? encoded(entry) else {
                 return fail(EventLogError(.other, "an event could not be encoded for the journal"))
             }
-            records.append(LogRecord(version: entry.version, payload: payload))
+            records.append(LogRecord(version: entry.version, payload: payload, answers: journaledAnswers(entry)))
         }
         if batch[batch.count - 1].state == nil {
             // The batch's last state is the core's: everything the core applies comes through
@@ -359,7 +364,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             signalIdleIfDrained()
         }
         let answers = batch.compactMap { entry in
-            entry.sharedKey.map { key in
+            entry.answeredKey.map { key in
                 IdempotencyAnswer(key: key.key, entry: .answered(fingerprint: key.fingerprint, status: HTTPStatus.ok.code,
                                                                  body: EventPath<StateType>.withVersionBody(entry.version) { Array($0) }),
                                   milliseconds: key.milliseconds)
@@ -370,6 +375,14 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         } else {
             log.append(records, completion: completion)
         }
+    }
+
+    /// The answer `entry` gives its request's key, when the journal keeps it (a cluster's goes to
+    /// Redis beside the records).
+    private func journaledAnswers(_ entry: Entry) -> [JournaledAnswer] {
+        guard shared == nil, let key = entry.answeredKey else { return [] }
+        return [JournaledAnswer(version: entry.version, expiresAt: JournaledAnswer.now() + key.milliseconds, fingerprint: key.fingerprint,
+                                key: key.key, body: entry.answeredBody)]
     }
 
     /// Makes the next append wait a little for the clients just acknowledged: under load most of
@@ -663,7 +676,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             // The event's record is the same bytes at its new version: not encoded again.
             if case .success(let version) = result {
                 if let payload = entry.payload { record(payload, asEventOf: version) }
-                if let key = entry.sharedKey { answer(key, withEventOf: version) }
+                if let key = entry.answeredKey { answer(key, withEventOf: version) }
             }
             outcomes[entry.version] = result.mapError { Problem.forEvent($0, index: nil) }
         }

@@ -33,13 +33,13 @@ final class EventPath<StateType: HostedState> {
     /// `POST /events`' body: one event (a JSON object with a `"type"`) or an array of them, applied
     /// together (`mode`). `answer` gets `{"version": N}` once the event is published (for an array,
     /// with `"applied"`, and with `"rejected"` when pruned), or the problem. A cluster's idempotency
-    /// key (`sharedKey`) of a single event is answered by the append that carries the event.
-    func post(_ body: [UInt8], mode: BatchMode, origin: Principal?, sharedKey: CommitPipeline<StateType>.SharedKey? = nil,
+    /// key (`answeredKey`) of a single event is answered by the append that carries the event.
+    func post(_ body: [UInt8], mode: BatchMode, origin: Principal?, answeredKey: CommitPipeline<StateType>.AnsweredKey? = nil,
               answer: @escaping (HTTPResponse) -> Void) {
         // The state's own reader, straight from the bytes: the body is then the event's own JSON,
         // and the journal keeps it as it is.
         if let event = body.withUnsafeBytes({ StateType.decodeEvent(fromBody: $0) }) {
-            return fire(event, arrivedAs: body, origin: origin, sharedKey: sharedKey, answer: .http(answer))
+            return fire(event, arrivedAs: body, origin: origin, answeredKey: answeredKey, answer: .http(answer))
         }
         let json: JSON
         do {
@@ -48,9 +48,9 @@ final class EventPath<StateType: HostedState> {
             return answer(Problem.malformedJSON(error).response)
         }
         if case .array(let items) = json {
-            return fireBatch(items, mode: mode, origin: origin, answer: answer)
+            return fireBatch(items, mode: mode, origin: origin, answeredKey: answeredKey, answer: answer)
         }
-        fire(json, origin: origin, sharedKey: sharedKey, answer: .http(answer))
+        fire(json, origin: origin, answeredKey: answeredKey, answer: .http(answer))
     }
 
     /// One event given as JSON (a WebSocket's `fire` message): `answer` gets the version it was
@@ -59,39 +59,39 @@ final class EventPath<StateType: HostedState> {
         fire(json, origin: origin, answer: .outcome(answer))
     }
 
-    private func fire(_ json: JSON, origin: Principal?, sharedKey: CommitPipeline<StateType>.SharedKey? = nil, answer: Answer) {
+    private func fire(_ json: JSON, origin: Principal?, answeredKey: CommitPipeline<StateType>.AnsweredKey? = nil, answer: Answer) {
         let event: any Event
         do {
             event = try StateType.eventRegistry.decode(json)
         } catch {
             return deliver(.failure(Problem.forEvent(error, index: nil)), to: answer)
         }
-        fire(event, arrivedAs: nil, origin: origin, sharedKey: sharedKey, answer: answer)
+        fire(event, arrivedAs: nil, origin: origin, answeredKey: answeredKey, answer: answer)
     }
 
     /// Applies `event` (at once when the core is idle, as it nearly always is) and answers once the
     /// pipeline has published it. `wireForm`, the JSON the event was decoded from, becomes its record.
     private func fire(_ event: any Event, arrivedAs wireForm: [UInt8]?, origin: Principal?,
-                      sharedKey: CommitPipeline<StateType>.SharedKey? = nil, answer: Answer) {
+                      answeredKey: CommitPipeline<StateType>.AnsweredKey? = nil, answer: Answer) {
         if let applied = core.fireIfIdle(event: event, origin: origin) {
-            return settle(applied, arrivedAs: wireForm, sharedKey: sharedKey, answer: answer)
+            return settle(applied, arrivedAs: wireForm, answeredKey: answeredKey, answer: answer)
         }
         // Behind a job already queued on this thread: applied in its turn, still on the loop.
-        let waiting = LoopBound((path: self, answer: answer, sharedKey: sharedKey), loop: loop)
+        let waiting = LoopBound((path: self, answer: answer, answeredKey: answeredKey), loop: loop)
         core.fire(event: event, origin: origin) { applied in
-            let (path, answer, sharedKey) = waiting.value
-            path.settle(applied, arrivedAs: wireForm, sharedKey: sharedKey, answer: answer)
+            let (path, answer, answeredKey) = waiting.value
+            path.settle(applied, arrivedAs: wireForm, answeredKey: answeredKey, answer: answer)
         }
     }
 
     /// What the core said of an event, passed on once it is published. Runs in the turn the core
     /// applied the event, which `CommitPipeline.record(_:asEventOf:)` relies on.
     private func settle(_ applied: Result<UInt64, any Error>, arrivedAs wireForm: [UInt8]?,
-                        sharedKey: CommitPipeline<StateType>.SharedKey?, answer: Answer) {
+                        answeredKey: CommitPipeline<StateType>.AnsweredKey?, answer: Answer) {
         switch applied {
         case .success(let version):
             if let wireForm { pipeline.record(wireForm, asEventOf: version) }
-            if let sharedKey { pipeline.answer(sharedKey, withEventOf: version) }
+            if let answeredKey { pipeline.answer(answeredKey, withEventOf: version) }
             if pipeline.isPublished(version) { return deliver(.success(version), to: answer) }
             pipeline.whenPublished(version) { [self] outcome in deliver(outcome, to: answer) }
         case .failure(let error):
@@ -114,7 +114,8 @@ final class EventPath<StateType: HostedState> {
 
     /// Several events in one job: all or nothing, or pruned of those refused. Each undecodable or
     /// refused event is named by its position in the posted array.
-    private func fireBatch(_ items: [JSON], mode: BatchMode, origin: Principal?, answer: @escaping (HTTPResponse) -> Void) {
+    private func fireBatch(_ items: [JSON], mode: BatchMode, origin: Principal?, answeredKey: CommitPipeline<StateType>.AnsweredKey?,
+                           answer: @escaping (HTTPResponse) -> Void) {
         let registry = StateType.eventRegistry
         var events: [any Event] = []
         var positions: [Int] = []
@@ -146,6 +147,11 @@ final class EventPath<StateType: HostedState> {
                 var members: JSON.Object = ["version": .integer(Int64(outcome.version)), "applied": .integer(Int64(outcome.applied))]
                 if mode == .prune {
                     members["rejected"] = .array(rejected.map { JSON.object(["index": .integer(Int64($0.index)), "problem": $0.problem.json]) })
+                }
+                // The journal keeps the key with the last event (a cluster, whose batch may take
+                // other versions, keeps it in Redis once answered).
+                if let answeredKey, outcome.applied > 0, pipeline.shared == nil {
+                    pipeline.answer(answeredKey, withEventOf: outcome.version, body: JSON.object(members).jsonBytes)
                 }
                 pipeline.whenPublished(outcome.version) { published in
                     switch published {

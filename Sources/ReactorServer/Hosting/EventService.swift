@@ -14,6 +14,17 @@ final class EventService<StateType: HostedState> {
         self.loop = loop
         idempotency = IdempotencyCache(windowSeconds: configuration.idempotencyWindow, capacity: configuration.idempotencyCapacity)
         idempotencyWindowMilliseconds = UInt64(configuration.idempotencyWindow * 1_000)
+        if let journal = path.pipeline.log as? FileEventLog {
+            // The keys answered before a restart: a retry of a request whose event went in (a
+            // crash before the client heard) gets that event's answer.
+            let now = JournaledAnswer.now()
+            for answer in journal.answers where answer.expiresAt > now {
+                let body = answer.body ?? EventPath<StateType>.withVersionBody(answer.version) { Array($0) }
+                let response = HTTPResponse(status: .ok, contentType: .json, body: body)
+                idempotency.restore(answer.key, fingerprint: answer.fingerprint, response: response,
+                                    expiresIn: answer.expiresAt - now, now: loop.now)
+            }
+        }
     }
 
     func register(in router: inout Router) {
@@ -26,18 +37,18 @@ final class EventService<StateType: HostedState> {
 
     /// A key this server has not seen, in a cluster: claimed in Redis first, so that a retry sent
     /// to another node gets the first answer too (and one sent at the same time, a 409).
-    private func claimAcrossCluster(_ shared: any SharedEventLog, key: String, scopedKey: String, fingerprint: Int,
+    private func claimAcrossCluster(_ shared: any SharedEventLog, key: String, scopedKey: String, fingerprint: String,
                                     request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
         let sharedKey = RedisStreamLog.sha1Hex(Array(scopedKey.utf8))
-        let sharedFingerprint = IdempotencyCache.sharedFingerprint(of: request)
+        let sharedFingerprint = fingerprint
         let window = idempotencyWindowMilliseconds
         // Claimed for as long as a request can take, and kept for the window once answered: a key
         // whose first request died with its node is free again soon, not after the whole window.
         shared.claimIdempotencyKey(sharedKey, fingerprint: sharedFingerprint, milliseconds: min(window, IdempotencyCache.sharedClaimMilliseconds)) { [self] claim in
             switch claim {
             case .success(nil):
-                let answeredWithEvent = CommitPipeline<StateType>.SharedKey(key: sharedKey, fingerprint: sharedFingerprint, milliseconds: window)
-                applyEvents(request, context: context, sharedKey: answeredWithEvent) { [idempotency] response in
+                let answeredWithEvent = CommitPipeline<StateType>.AnsweredKey(key: sharedKey, fingerprint: sharedFingerprint, milliseconds: window)
+                applyEvents(request, context: context, answeredKey: answeredWithEvent) { [idempotency] response in
                     idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
                     // A server error may hide events that went in (an append Redis ran but did not
                     // answer, replicas that did not confirm it): the key is left as it is, answered
@@ -81,7 +92,10 @@ final class EventService<StateType: HostedState> {
             if let shared = path.pipeline.shared {
                 return claimAcrossCluster(shared, key: key, scopedKey: scopedKey, fingerprint: fingerprint, request: request, context: context, respond: respond)
             }
-            applyEvents(request, context: context) { [idempotency] response in
+            // With a journal, the key is kept in the record of the request's (last) event.
+            let journaled = path.pipeline.log == nil ? nil
+                : CommitPipeline<StateType>.AnsweredKey(key: scopedKey, fingerprint: fingerprint, milliseconds: idempotencyWindowMilliseconds)
+            applyEvents(request, context: context, answeredKey: journaled) { [idempotency] response in
                 idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
                 respond(response)
             }
@@ -93,7 +107,7 @@ final class EventService<StateType: HostedState> {
         }
     }
 
-    private func applyEvents(_ request: HTTPRequest, context: RequestContext, sharedKey: CommitPipeline<StateType>.SharedKey? = nil,
+    private func applyEvents(_ request: HTTPRequest, context: RequestContext, answeredKey: CommitPipeline<StateType>.AnsweredKey? = nil,
                              respond: @escaping (HTTPResponse) -> Void) {
         guard request.headers.withContentType({ Self.isJSON(bytes: $0) }) else {
             return respond(Problem.unsupportedMediaType(request.headers["Content-Type"], expected: "application/json").response)
@@ -105,7 +119,7 @@ final class EventService<StateType: HostedState> {
         case .success(let other?): return respond(Problem.invalidParameter("mode", "mode must be strict or prune, not \"\(other)\"").response)
         case .failure(let problem): return respond(problem.response)
         }
-        path.post(request.body, mode: mode, origin: context.principal, sharedKey: sharedKey, answer: respond)
+        path.post(request.body, mode: mode, origin: context.principal, answeredKey: answeredKey, answer: respond)
     }
 
     /// `application/json`, or any `application/…+json` type, with or without parameters; compared as

@@ -14,8 +14,8 @@ final class IdempotencyCache {
     }
 
     private enum Entry {
-        case inFlight(fingerprint: Int)
-        case done(fingerprint: Int, response: HTTPResponse)
+        case inFlight(fingerprint: String)
+        case done(fingerprint: String, response: HTTPResponse)
     }
 
     private var entries: [String: Entry] = [:]
@@ -32,15 +32,13 @@ final class IdempotencyCache {
         (client ?? "") + "\u{0}" + key
     }
 
-    static func fingerprint(of request: HTTPRequest) -> Int {
-        var hasher = Hasher()
-        hasher.combine(request.method.name)
-        hasher.combine(request.target)
-        hasher.combine(request.body)
-        return hasher.finalize()
+    /// The same in every process, so that a cluster's other servers and this one after a restart
+    /// (a `Hasher`'s is not): SHA-1 of method, target and body.
+    static func fingerprint(of request: HTTPRequest) -> String {
+        RedisStreamLog.sha1Hex(Array("\(request.method.name) \(request.target)\n".utf8) + request.body)
     }
 
-    func admit(_ key: String, displayKey: String, fingerprint: Int, now: UInt64) -> Admission {
+    func admit(_ key: String, displayKey: String, fingerprint: String, now: UInt64) -> Admission {
         expire(now: now)
         switch entries[key] {
         case nil:
@@ -56,9 +54,16 @@ final class IdempotencyCache {
     }
 
     /// Records the answer. Server errors are forgotten instead, so a retry tries again.
-    func finish(_ key: String, fingerprint: Int, response: HTTPResponse) {
+    func finish(_ key: String, fingerprint: String, response: HTTPResponse) {
         guard case .inFlight? = entries[key] else { return }
         entries[key] = Self.remembers(response.status.code) ? .done(fingerprint: fingerprint, response: response) : nil
+    }
+
+    /// Takes back an answer given before a restart, for the rest of its window.
+    func restore(_ key: String, fingerprint: String, response: HTTPResponse, expiresIn milliseconds: UInt64, now: UInt64) {
+        entries[key] = .done(fingerprint: fingerprint, response: response)
+        expiries.append((key, now + min(milliseconds, window)))
+        while entries.count > capacity, let oldest = expiries.popFirst() { entries[oldest.key] = nil }
     }
 
     /// Drops an in-flight key without an answer (another server of a cluster holds it).
@@ -78,11 +83,6 @@ final class IdempotencyCache {
 
     /// How long a cluster holds a key for a request still being carried out (then for the window).
     static let sharedClaimMilliseconds: UInt64 = 30_000
-
-    /// The same for every server of a cluster (a `Hasher`'s is not): SHA-1 of method, target, body.
-    static func sharedFingerprint(of request: HTTPRequest) -> String {
-        RedisStreamLog.sha1Hex(Array("\(request.method.name) \(request.target)\n".utf8) + request.body)
-    }
 
     private func expire(now: UInt64) {
         while let oldest = expiries.first, oldest.at <= now {

@@ -32,7 +32,8 @@ func check(_ bytes: UnsafeRawBufferPointer) {
         }
     }
 
-    // Records from the input (split at 0xFF; JSON is never empty and holds no zero byte), the first
+    // Records from the input (split at 0xFF; JSON is never empty, holds no zero byte and does not
+    // begin with 0x01; a piece that does stands for a record carrying an idempotency answer), the first
     // `synced` of them synced, the rest one group over the room. The writer writes a group in
     // pieces (`JournalFormat.pieceEnd`), syncing each before the next; a crash in
     // one piece (`crashed`) leaves the pieces before it whole, those after it unwritten, and of its
@@ -46,11 +47,21 @@ func check(_ bytes: UnsafeRawBufferPointer) {
         let grown = JournalFormat.maxUnsyncedBytes + Int(input[1]) * 997
         payloads[synced] = (0..<grown).map { payloads[synced][$0 % payloads[synced].count] }
     }
+    let records = payloads.enumerated().map { index, piece in
+        let version = UInt64(index + 1)
+        guard piece.first == 0x01 else { return LogRecord(version: version, payload: piece) }
+        let json = piece.count > 1 && piece[1] != 0x01 ? Array(piece.dropFirst()) : [UInt8(ascii: "0")]
+        let body = piece.count > 2 ? Array(piece.suffix(piece.count / 2)).map { $0 == 0x0A ? 0x20 : $0 } : nil
+        let answer = JournaledAnswer(version: version, expiresAt: UInt64(piece.count) << 40, fingerprint: "0123456789abcdef",
+                                     key: String(decoding: piece, as: UTF8.self), body: body)
+        return LogRecord(version: version, payload: json, answers: [answer])
+    }
     var segment = header
     var syncedEnd = header.count
     var recordEnds: [Int] = []
-    for (index, payload) in payloads.enumerated() {
-        JournalFormat.append(LogRecord(version: UInt64(index + 1), payload: payload), to: &segment)
+    for record in records {
+        let index = Int(record.version) - 1
+        JournalFormat.append(record, to: &segment)
         recordEnds.append(segment.count)
         if index + 1 == synced { syncedEnd = segment.count }
     }
@@ -58,7 +69,7 @@ func check(_ bytes: UnsafeRawBufferPointer) {
     segment += [UInt8](repeating: 0, count: 1024 + Int(input[0]) * 8)
     var clean = JournalScanner(bytes: segment)
     for version in 1...payloads.count {
-        guard case .record(let record, _) = clean.next(), record.version == UInt64(version) else { preconditionFailure("a written record did not read back") }
+        guard case .record(let record, _) = clean.next(), record == records[version - 1] else { preconditionFailure("a written record did not read back") }
     }
     precondition(clean.next() == .end && clean.offset == writeEnd, "the room is not read as the end")
     if synced >= payloads.count { return }
@@ -85,7 +96,7 @@ func check(_ bytes: UnsafeRawBufferPointer) {
         switch crashed.next() {
         case .record(let record, _):
             read += 1
-            precondition(record.version == UInt64(read) && record.payload == payloads[read - 1], "a record that was not written")
+            precondition(record == records[read - 1], "a record that was not written")
             continue
         case .damaged(let offset, let reason):
             preconditionFailure("a crash in the last write read as damage at \(offset): \(reason)")

@@ -425,7 +425,7 @@ final class SharedLogPipelineTests: XCTestCase {
     /// event was appended at, also when it was applied again after the others' events.
     func testAnIdempotencyKeyIsAnsweredByTheAppendThatCarriesItsEvent() {
         let harness = harness()
-        let key = CommitPipeline<JSONDocument>.SharedKey(key: "k", fingerprint: "f", milliseconds: 1_000)
+        let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000)
         let answer: Answer = onLoop { finish in
             harness.log.holding = true
             let applied = harness.core.fireIfIdle(event: Self.increment, origin: nil)

@@ -40,6 +40,46 @@ final class JournalFormatTests: XCTestCase {
         XCTAssertEqual(bytes.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .segment) }, .success(1))
     }
 
+    func testIdempotencyAnswersTravelWithTheirRecordAndLeaveItsJSONAsItWas() {
+        let batchAnswer = Array(#"{"version":3,"applied":2,"rejected":[{"index":1,"problem":{"detail":"a b"}}]}"#.utf8)
+        let records = [
+            LogRecord(version: 1, payload: Array(#"{"type":"increment","path":"/n"}"#.utf8)),
+            LogRecord(version: 2, payload: Array(#"{"type":"increment","path":"/n"}"#.utf8),
+                      answers: [JournaledAnswer(version: 2, expiresAt: 1_700_000_000_123, fingerprint: String(repeating: "ab", count: 20), key: "alice\u{0}order 17 é")]),
+            LogRecord(version: 3, payload: Array(#"[1]"#.utf8),
+                      answers: [JournaledAnswer(version: 3, expiresAt: 5, fingerprint: "f", key: "k", body: batchAnswer)]),
+        ]
+        var bytes = JournalFormat.header(.segment, version: 1)
+        for record in records { JournalFormat.append(record, to: &bytes) }
+        XCTAssertEqual(bytes.count, JournalFormat.headerSize + records.reduce(0) { $0 + JournalFormat.encodedSize($1) })
+        var scanner = JournalScanner(bytes: bytes)
+        var read: [LogRecord] = []
+        while case .record(let record, _) = scanner.next() { read.append(record) }
+        XCTAssertEqual(read, records)
+        XCTAssertEqual(scanner.next(), .end)
+        // A snapshot carries several; the answers' text holds no zero byte (the scanner tells an
+        // unwritten sector by its zeros).
+        let snapshot = LogRecord(version: 9, payload: Array("{}".utf8), answers: records.flatMap(\.answers))
+        var snapshotBytes: [UInt8] = []
+        JournalFormat.append(snapshot, to: &snapshotBytes)
+        XCTAssertFalse(snapshotBytes[JournalFormat.recordHeaderSize...].contains(0))
+        var snapshotScanner = JournalScanner(bytes: snapshotBytes, start: 0)
+        XCTAssertEqual(snapshotScanner.next(), .record(snapshot, offset: 0))
+    }
+
+    func testAnswersThatCannotBeReadAreDamageEvenWithASoundChecksum() {
+        for stored in ["\u{1}", "\u{1}\n{}", "\u{1}1 2 f\n\n{}", "\u{1}1 2 f 6\n\n{}", "\u{1}x 2 f 6b\n\n{}", "\u{1}1 2 f 6b \n\n{}", "\u{1}01 2 f 6b\n\n{}", "\u{1}+1 2 f 6b\n\n{}", "\u{1}1 2 F 6b\n\n{}", "\u{1}1 2 f 6B\n\n{}", "\u{1}1 2 f ff\n\n{}"] {
+            var bytes = JournalFormat.header(.segment, version: 1)
+            // Written as a plain payload that happens to begin with the marker.
+            JournalFormat.append(LogRecord(version: 1, payload: Array(stored.utf8)), to: &bytes)
+            JournalFormat.append(LogRecord(version: 2, payload: Array("{}".utf8)), to: &bytes)
+            var scanner = JournalScanner(bytes: bytes)
+            guard case .damaged(let offset, let reason) = scanner.next() else { return XCTFail("\(stored.debugDescription) read") }
+            XCTAssertEqual(offset, JournalFormat.headerSize)
+            XCTAssertTrue(reason.contains("idempotency"), reason)
+        }
+    }
+
     func testEveryCutThroughTheLastRecordIsTornAtItsStart() {
         var bytes = JournalFormat.header(.segment, version: 5)
         JournalFormat.append(LogRecord(version: 5, payload: Array("{\"a\":1}".utf8)), to: &bytes)
@@ -239,8 +279,11 @@ final class JournalFormatTests: XCTestCase {
         let segment = JournalFormat.header(.segment, version: 9)
         XCTAssertEqual(segment.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .snapshot) }, .failure(.badMagic))
         var future = segment
-        future[4] = 2
-        XCTAssertEqual(future.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .segment) }, .failure(.unknownFormat(2)))
+        future[4] = 3
+        XCTAssertEqual(future.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .segment) }, .failure(.unknownFormat(3)))
+        var older = segment
+        older[4] = 1
+        XCTAssertEqual(older.withUnsafeBytes { JournalFormat.parseHeaderAndFormat($0, kind: .segment).map(\.format) }, .success(1))
         XCTAssertEqual(Array(segment[..<10]).withUnsafeBytes { JournalFormat.parseHeader($0, kind: .segment) }, .failure(.short(10)))
     }
 

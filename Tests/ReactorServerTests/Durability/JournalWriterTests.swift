@@ -124,6 +124,51 @@ final class JournalWriterTests: XCTestCase {
         XCTAssertEqual(try recover(directory).versions, [9, 10])
     }
 
+    func testAnAppendAfterAFormerFormatsSegmentStartsASegmentOfTheCurrentFormat() throws {
+        let directory = try newDirectory()
+        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: 1)
+        XCTAssertEqual(try writer.append(records(1...3), policy: .batch).get(), [])
+        writer.close()
+        // What an earlier reactord wrote: the same records under format 1.
+        let file = directory.segmentPath(firstVersion: 1)
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: file))
+        try handle.seek(toOffset: 4)
+        try handle.write(contentsOf: Data([1, 0]))
+        try handle.close()
+        let (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, [1, 2, 3])
+        XCTAssertNil(report.lastSegment, "a format 1 segment is read, not continued")
+        let next = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: report.lastSegment, nextVersion: 4)
+        let answer = JournaledAnswer(version: 4, expiresAt: 9, fingerprint: "f", key: "k")
+        XCTAssertEqual(try next.append([LogRecord(version: 4, payload: Array("{}".utf8), answers: [answer])], policy: .batch).get(), [])
+        next.close()
+        let (all, after) = try recover(directory)
+        XCTAssertEqual(all, [1, 2, 3, 4])
+        XCTAssertEqual(after.segments, [1, 4])
+        XCTAssertEqual(after.answers, [answer])
+        let header = try directory.readFile(directory.segmentPath(firstVersion: 4))
+        XCTAssertEqual(header.withUnsafeBytes { JournalFormat.parseHeaderAndFormat($0, kind: .segment).map(\.format) }, .success(JournalFormat.formatVersion))
+    }
+
+    func testRecoveryGathersTheAnswersOfTheSnapshotAndOfTheRecordsOnDiskOnce() throws {
+        let directory = try newDirectory()
+        let answer = { (version: UInt64) in JournaledAnswer(version: version, expiresAt: 1_000 + version, fingerprint: "f\(version)", key: "k\(version)") }
+        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: 1)
+        let written = (1...6).map { version in
+            LogRecord(version: version, payload: Array("{}".utf8), answers: version.isMultiple(of: 2) ? [answer(version)] : [])
+        }
+        XCTAssertEqual(try writer.append(written, policy: .batch).get(), [])
+        writer.close()
+        // The snapshot at 4 folds in 2 and 4 (still in segment 1, read again) and one whose
+        // segment is gone.
+        let gone = JournaledAnswer(version: 0, expiresAt: 7, fingerprint: "0", key: "gone")
+        try FileEventLog.writeSnapshot(LogRecord(version: 4, payload: Array("{}".utf8), answers: [gone, answer(2), answer(4)]),
+                                       in: directory, removingSegments: [], snapshots: [0])
+        let (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, [5, 6])
+        XCTAssertEqual(report.answers, [gone, answer(2), answer(4), answer(6)])
+    }
+
     /// A group that fails and cannot be cut off again may be read back at the next start: its
     /// outcome is not known, and it is not refused as though it were not written.
     func testAFailedGroupThatCannotBeCutOffIsIndeterminate() throws {
