@@ -518,6 +518,6 @@ public final class RedisStreamLog: SharedEventLog {
         input.withUnsafeBufferPointer { input in
             digest.withUnsafeMutableBufferPointer { digest in _ = SHA1(input.baseAddress, input.count, digest.baseAddress) }
         }
-        return digest.map { String(format: "%02x", $0) }.joined()
+        return HexDigits.lowercase(digest)
     }
 }

@@ -100,28 +100,21 @@ public enum JournalFormat {
 
     /// Appends one record's bytes to `bytes`.
     public static func append(_ record: LogRecord, to bytes: inout [UInt8]) {
-        guard record.answers.isEmpty else {
-            return append(version: record.version, payload: JournaledAnswer.payload(record.payload, carrying: record.answers), to: &bytes)
-        }
-        append(version: record.version, payload: record.payload, to: &bytes)
-    }
-
-    private static func append(version: UInt64, payload: [UInt8], to bytes: inout [UInt8]) {
+        let prefix = JournaledAnswer.prefix(record.answers)
         var versionBytes: [UInt8] = []
-        versionBytes.appendLittleEndian(version)
+        versionBytes.appendLittleEndian(record.version)
         var crc = CRC32C.checksum(versionBytes)
-        crc = CRC32C.checksum(payload, continuing: crc)
-        bytes.appendLittleEndian(UInt32(payload.count))
+        if !prefix.isEmpty { crc = CRC32C.checksum(prefix, continuing: crc) }
+        crc = CRC32C.checksum(record.payload, continuing: crc)
+        bytes.appendLittleEndian(UInt32(prefix.count + record.payload.count))
         bytes.appendLittleEndian(crc)
         bytes.append(contentsOf: versionBytes)
-        bytes.append(contentsOf: payload)
+        bytes.append(contentsOf: prefix)
+        bytes.append(contentsOf: record.payload)
     }
 
     public static func encodedSize(_ record: LogRecord) -> Int {
-        guard record.answers.isEmpty else {
-            return recordHeaderSize + JournaledAnswer.payload(record.payload, carrying: record.answers).count
-        }
-        return recordHeaderSize + record.payload.count
+        recordHeaderSize + JournaledAnswer.prefixCount(record.answers) + record.payload.count
     }
 }
 

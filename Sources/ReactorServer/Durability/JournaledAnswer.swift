@@ -39,24 +39,37 @@ public struct JournaledAnswer: Sendable, Hashable {
     /// `JournalScanner` relies on.
     static let marker: UInt8 = 0x01
 
-    /// `payload` preceded by `answers`; `payload` alone when there are none.
-    static func payload(_ payload: [UInt8], carrying answers: [JournaledAnswer]) -> [UInt8] {
-        guard !answers.isEmpty else { return payload }
+    /// What a record's stored payload begins with when it carries `answers` (nothing for none):
+    /// the marker, a line per answer, and the empty line before the JSON.
+    static func prefix(_ answers: [JournaledAnswer]) -> [UInt8] {
+        guard !answers.isEmpty else { return [] }
         var bytes: [UInt8] = [marker]
+        bytes.reserveCapacity(prefixCount(answers))
         for answer in answers {
-            bytes += Array("\(answer.version) \(answer.expiresAt) \(answer.fingerprint) ".utf8)
-            for byte in answer.key.utf8 {
-                bytes.append(hexDigits[Int(byte >> 4)])
-                bytes.append(hexDigits[Int(byte & 0x0f)])
-            }
+            bytes.appendDecimal(answer.version)
+            bytes.append(space)
+            bytes.appendDecimal(answer.expiresAt)
+            bytes.append(space)
+            bytes += answer.fingerprint.utf8
+            bytes.append(space)
+            HexDigits.append(answer.key.utf8, to: &bytes)
             if let body = answer.body {
-                bytes.append(UInt8(ascii: " "))
+                bytes.append(space)
                 bytes += body
             }
             bytes.append(newline)
         }
         bytes.append(newline)
-        return bytes + payload
+        return bytes
+    }
+
+    /// The byte count of `prefix(answers)`, without writing it.
+    static func prefixCount(_ answers: [JournaledAnswer]) -> Int {
+        guard !answers.isEmpty else { return 0 }
+        return answers.reduce(2) { count, answer in
+            let numbers = DecimalDigits.withDigits(of: answer.version) { $0.count } + DecimalDigits.withDigits(of: answer.expiresAt) { $0.count }
+            return count + numbers + answer.fingerprint.utf8.count + 2 * answer.key.utf8.count + (answer.body.map { $0.count + 1 } ?? 0) + 4
+        }
     }
 
     /// Splits a stored payload into the JSON and the answers it carries; nil when it begins with
@@ -78,15 +91,15 @@ public struct JournaledAnswer: Sendable, Hashable {
 
     private static func parse(_ line: ArraySlice<UInt8>) -> JournaledAnswer? {
         // Only the form `payload(_:carrying:)` writes, so that what is read writes back the same.
-        let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 4, omittingEmptySubsequences: false)
+        let fields = line.split(separator: space, maxSplits: 4, omittingEmptySubsequences: false)
         guard fields.count == 4 || (fields.count == 5 && !fields[4].isEmpty),
               let version = decimal(fields[0]), let expiresAt = decimal(fields[1]),
-              !fields[2].isEmpty, fields[2].allSatisfy({ hexValue($0) != nil }), fields[3].count % 2 == 0 else { return nil }
+              !fields[2].isEmpty, fields[2].allSatisfy({ HexDigits.value(of: $0) != nil }), fields[3].count % 2 == 0 else { return nil }
         var key: [UInt8] = []
         key.reserveCapacity(fields[3].count / 2)
         var digits = fields[3].makeIterator()
         while let high = digits.next(), let low = digits.next() {
-            guard let high = hexValue(high), let low = hexValue(low) else { return nil }
+            guard let high = HexDigits.value(of: high), let low = HexDigits.value(of: low) else { return nil }
             key.append(high << 4 | low)
         }
         guard let keyString = String(validating: key, as: UTF8.self) else { return nil }
@@ -109,13 +122,5 @@ public struct JournaledAnswer: Sendable, Hashable {
     }
 
     private static let newline = UInt8(ascii: "\n")
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    private static func hexValue(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        default: nil
-        }
-    }
+    private static let space = UInt8(ascii: " ")
 }
