@@ -41,20 +41,20 @@ func check(_ bytes: UnsafeRawBufferPointer) {
     // grown past a piece, so that a piece border falls inside it.
     guard input.count >= 3 else { return }
     let (synced, kept) = (Int(input[0] % 16), UInt16(input[1]) | UInt16(input[2]) << 8)
-    var payloads = input.dropFirst(3).split(separator: 0xFF, omittingEmptySubsequences: false).prefix(64)
+    let inputPieces = input.dropFirst(3).split(separator: 0xFF, omittingEmptySubsequences: false).prefix(64)
         .map { $0.isEmpty ? [UInt8(ascii: "0")] : $0.map { $0 == 0 ? 1 : $0 } }
-    if input[0] & 0x80 != 0, synced < payloads.count {
-        let grown = JournalFormat.maxUnsyncedBytes + Int(input[1]) * 997
-        payloads[synced] = (0..<grown).map { payloads[synced][$0 % payloads[synced].count] }
-    }
-    let records = payloads.enumerated().map { index, piece in
+    var records = inputPieces.enumerated().map { index, piece in
         let version = UInt64(index + 1)
         guard piece.first == 0x01 else { return LogRecord(version: version, payload: piece) }
         let json = piece.count > 1 && piece[1] != 0x01 ? Array(piece.dropFirst()) : [UInt8(ascii: "0")]
-        let body = piece.count > 2 ? Array(piece.suffix(piece.count / 2)).map { $0 == 0x0A ? 0x20 : $0 } : nil
+        let body = piece.count > 2 ? Array(piece.suffix(min(48, piece.count / 2))).map { $0 == 0x0A ? 0x20 : $0 } : nil
         let answer = JournaledAnswer(version: version, expiresAt: UInt64(piece.count) << 40, fingerprint: "0123456789abcdef",
-                                     key: String(decoding: piece, as: UTF8.self), body: body)
+                                     key: String(decoding: piece.prefix(48), as: UTF8.self), body: body)
         return LogRecord(version: version, payload: json, answers: [answer])
+    }
+    if input[0] & 0x80 != 0, synced < records.count {
+        let (record, grown) = (records[synced], JournalFormat.maxUnsyncedBytes + Int(input[1]) * 997)
+        records[synced] = LogRecord(version: record.version, payload: (0..<grown).map { record.payload[$0 % record.payload.count] }, answers: record.answers)
     }
     var segment = header
     var syncedEnd = header.count
@@ -68,11 +68,11 @@ func check(_ bytes: UnsafeRawBufferPointer) {
     let writeEnd = segment.count
     segment += [UInt8](repeating: 0, count: 1024 + Int(input[0]) * 8)
     var clean = JournalScanner(bytes: segment)
-    for version in 1...payloads.count {
+    for version in 1...records.count {
         guard case .record(let record, _) = clean.next(), record == records[version - 1] else { preconditionFailure("a written record did not read back") }
     }
     precondition(clean.next() == .end && clean.offset == writeEnd, "the room is not read as the end")
-    if synced >= payloads.count { return }
+    if synced >= records.count { return }
     var pieces: [Range<Int>] = []
     while (pieces.last?.upperBound ?? syncedEnd) < writeEnd {
         let start = pieces.last?.upperBound ?? syncedEnd
