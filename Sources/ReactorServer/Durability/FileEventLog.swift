@@ -14,8 +14,9 @@ public final class FileEventLog: EventLog {
         public var segmentBytes = 16 << 20
         /// Records kept in memory for reads near the head.
         public var recentRecords = 4096
-        /// The most idempotency answers a snapshot carries: as many as the server remembers
-        /// (`ServerConfiguration.idempotencyCapacity`), the newest.
+        /// The most idempotency answers a snapshot carries, the newest: as many as a server
+        /// remembers by default (`ServerConfiguration.idempotencyCapacity`; a host that changes
+        /// one changes both).
         public var answersKept = 10_000
 
         public init(fsync: FsyncPolicy = .batch, segmentBytes: Int = 16 << 20, recentRecords: Int = 4096, answersKept: Int = 10_000) {

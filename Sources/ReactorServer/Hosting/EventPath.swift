@@ -32,8 +32,9 @@ final class EventPath<StateType: HostedState> {
 
     /// `POST /events`' body: one event (a JSON object with a `"type"`) or an array of them, applied
     /// together (`mode`). `answer` gets `{"version": N}` once the event is published (for an array,
-    /// with `"applied"`, and with `"rejected"` when pruned), or the problem. A cluster's idempotency
-    /// key (`answeredKey`) of a single event is answered by the append that carries the event.
+    /// with `"applied"`, and with `"rejected"` when pruned), or the problem. An idempotency key
+    /// (`answeredKey`) is answered by the append that carries the event: a cluster's for a single
+    /// event, the journal's for a single event or a request's last.
     func post(_ body: [UInt8], mode: BatchMode, origin: Principal?, answeredKey: CommitPipeline<StateType>.AnsweredKey? = nil,
               answer: @escaping (HTTPResponse) -> Void) {
         // The state's own reader, straight from the bytes: the body is then the event's own JSON,
