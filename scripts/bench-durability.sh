@@ -15,7 +15,8 @@
 #
 # Tunables (environment):
 #   DURATION=10s CONNECTIONS=50 THREADS=1 RUNS=3 WARMUP=2s   as in bench-http.sh
-#   WORKLOADS="increment set"        which workloads part 1 runs
+#   WORKLOADS="increment set"        which workloads part 1 runs; also "keyed": the increment with
+#                                    an Idempotency-Key of its own per request (Benchmarks/http/post-keyed.lua)
 #   EVENTS=1000000 RECOVERY_RUNS=3   the recovery part (EVENTS=0 skips it)
 #   PIN=1 BUILD=1                    as in bench-http.sh
 #   PORT=18090                       ports PORT to PORT+5 on 127.0.0.1
@@ -116,7 +117,8 @@ for workload in $WORKLOADS; do
     case $workload in
         increment) script=Benchmarks/http/post-events.lua ;;
         set) script=Benchmarks/http/post-set.lua ;;
-        *) echo "bench-durability: a workload is increment or set, not $workload" >&2; exit 2 ;;
+        keyed) script=Benchmarks/http/post-keyed.lua ;;
+        *) echo "bench-durability: a workload is increment, set or keyed, not $workload" >&2; exit 2 ;;
     esac
     echo
     echo "bench-durability: $workload, wrk -t$THREADS -c$CONNECTIONS -d$DURATION -s $script POST /events, $RUNS runs each, alternating"
