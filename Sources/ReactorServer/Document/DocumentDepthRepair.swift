@@ -50,7 +50,9 @@ public enum DocumentDepthRepair {
         var path: [String] = []
         let root = fold(document.root, level: 0, path: &path, folded: &folded)
         guard !folded.isEmpty else { return Report(version: report.lastVersion, folded: []) }
-        let snapshot = LogRecord(version: report.lastVersion, payload: root.jsonBytes)
+        // The idempotency answers of the segments it removes go with it, as `compact`'s do.
+        let now = JournaledAnswer.now()
+        let snapshot = LogRecord(version: report.lastVersion, payload: root.jsonBytes, answers: report.answers.filter { $0.expiresAt > now })
         try FileEventLog.writeSnapshot(snapshot, in: directory, removingSegments: try directory.segmentVersions(),
                                        snapshots: try directory.snapshotVersions().filter { $0 < report.lastVersion })
         return Report(version: report.lastVersion, folded: folded)

@@ -12,7 +12,7 @@ public struct JournaledAnswer: Sendable, Hashable {
     /// When the key expires, in milliseconds since 1970 (wall-clock time: it must mean the same
     /// after a restart).
     public let expiresAt: UInt64
-    /// The request's fingerprint (`IdempotencyCache.stableFingerprint`): a retry must match it.
+    /// The request's fingerprint (`IdempotencyCache.fingerprint(of:)`): a retry must match it.
     public let fingerprint: String
     /// The key as the server scopes it (`IdempotencyCache.scopedKey`).
     public let key: String
@@ -90,7 +90,7 @@ public struct JournaledAnswer: Sendable, Hashable {
     }
 
     private static func parse(_ line: ArraySlice<UInt8>) -> JournaledAnswer? {
-        // Only the form `payload(_:carrying:)` writes, so that what is read writes back the same.
+        // Only the form `prefix(_:)` writes, so that what is read writes back the same.
         let fields = line.split(separator: space, maxSplits: 4, omittingEmptySubsequences: false)
         guard fields.count == 4 || (fields.count == 5 && !fields[4].isEmpty),
               let version = decimal(fields[0]), let expiresAt = decimal(fields[1]),

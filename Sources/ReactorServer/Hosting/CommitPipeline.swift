@@ -363,7 +363,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             flush()
             signalIdleIfDrained()
         }
-        let answers = batch.compactMap { entry in
+        // A cluster's keys go to Redis beside the records (the journal's are in them).
+        let answers = shared == nil ? [] : batch.compactMap { entry in
             entry.answeredKey.map { key in
                 IdempotencyAnswer(key: key.key, entry: .answered(fingerprint: key.fingerprint, status: HTTPStatus.ok.code,
                                                                  body: EventPath<StateType>.withVersionBody(entry.version) { Array($0) }),

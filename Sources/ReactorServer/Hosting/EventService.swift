@@ -17,8 +17,14 @@ final class EventService<StateType: HostedState> {
         if let journal = path.pipeline.log as? FileEventLog {
             // The keys answered before a restart: a retry of a request whose event went in (a
             // crash before the client heard) gets that event's answer.
+            // One per key (the latest, should a key have been answered twice), in order of expiry,
+            // the order the cache expires them in.
             let now = JournaledAnswer.now()
-            for answer in journal.answers where answer.expiresAt > now {
+            var latest: [String: JournaledAnswer] = [:]
+            for answer in journal.answers where answer.expiresAt > now && answer.expiresAt > latest[answer.key]?.expiresAt ?? 0 {
+                latest[answer.key] = answer
+            }
+            for answer in latest.values.sorted(by: { $0.expiresAt < $1.expiresAt }) {
                 let body = answer.body ?? EventPath<StateType>.withVersionBody(answer.version) { Array($0) }
                 let response = HTTPResponse(status: .ok, contentType: .json, body: body)
                 idempotency.restore(answer.key, fingerprint: answer.fingerprint, response: response,

@@ -147,12 +147,15 @@ final class DocumentDepthRepairTests: XCTestCase {
     }
 
     /// A directory as the old server left it: a snapshot of `state` at version 0, then `events`.
-    private func oldDirectory(state: String, events: [String]) throws -> DataDirectory {
+    private func oldDirectory(state: String, events: [String], answers: [JournaledAnswer] = []) throws -> DataDirectory {
         let directory = DataDirectory(path: root + "/data")
         try directory.create()
         try FileEventLog.writeSnapshot(LogRecord(version: 0, payload: Array(state.utf8)), in: directory, removingSegments: [], snapshots: [])
         let writer = try JournalWriter(directory: directory, segmentLimit: 1 << 20, lastSegment: nil, nextVersion: 1)
-        let records = events.enumerated().map { LogRecord(version: UInt64($0.offset + 1), payload: Array($0.element.utf8)) }
+        let records = events.enumerated().map { index, event in
+            let version = UInt64(index + 1)
+            return LogRecord(version: version, payload: Array(event.utf8), answers: answers.filter { $0.version == version })
+        }
         if case .failure(let error) = writer.append(records, policy: .batch) { throw error }
         writer.close()
         return directory
@@ -198,6 +201,19 @@ final class DocumentDepthRepairTests: XCTestCase {
         XCTAssertEqual(state.root["n"], 1)
         XCTAssertEqual(state.root[report.folded[0]]?.stringValue, deepText(1_000 - JSON.maximumDepth))
         XCTAssertNoThrow(try DataDirectoryOperations.check(directory, as: JSONDocument.self))
+    }
+
+    func testARepairKeepsTheIdempotencyAnswersOfTheJournalItRemoves() throws {
+        let now = JournaledAnswer.now()
+        let live = JournaledAnswer(version: 2, expiresAt: now + 60_000, fingerprint: "ab", key: "k")
+        let expired = JournaledAnswer(version: 1, expiresAt: now - 1, fingerprint: "cd", key: "old")
+        let directory = try oldDirectory(state: #"{"deep":"# + deepText(1_000) + "}",
+                                         events: [#"{"type":"increment","path":"/n"}"#, #"{"type":"increment","path":"/n"}"#],
+                                         answers: [expired, live])
+        XCTAssertEqual(try DocumentDepthRepair.repair(directory).folded.count, 1)
+        XCTAssertEqual(try directory.segmentVersions(), [], "the journal went into the snapshot")
+        let report = try JournalRecovery(directory: directory).read(repair: false, restore: { _ in }, replay: { _ in })
+        XCTAssertEqual(report.answers, [live])
     }
 
     func testADirectoryWithinTheLimitIsLeftAsItIs() throws {
