@@ -28,6 +28,9 @@ struct Check: ParsableCommand {
         for warning in report.warnings {
             print("warning: \(warning) (the final record is cut short or damaged; reactord cuts it off at start-up: a write a crash tore, never acknowledged, or damage)")
         }
+        if let unfinished = report.unfinishedRequest {
+            print("warning: \(unfinished) (the first events of a request whose last event never reached the disk; reactord cuts them off at start-up: the request was not acknowledged, and is kept all or none)")
+        }
         print("ok: snapshot at version \(report.snapshotVersion), \(report.records) events after it in \(report.segments.count) segment(s), last version \(report.lastVersion)")
     }
 }

@@ -3,10 +3,12 @@
 
 The journal format (Sources/ReactorServer/Durability/JournalFormat.swift), little-endian:
 
-    file header  16 bytes: magic "RJNL" (segment) or "RSNP" (snapshot), u16 format = 1, u16 0,
+    file header  16 bytes: magic "RJNL" (segment) or "RSNP" (snapshot), u16 format (3), u16 0,
                  u64 first version (a segment) or the version (a snapshot)
     record       u32 payload length, u32 CRC-32C of the version's 8 bytes and the payload,
                  u64 version, then the payload (JSON: an event, or a snapshot's whole state)
+    payload      may begin with 0x02 (the next record holds more of the same request, format 3), then
+                 with 0x01 and idempotency answers up to an empty line (format 2), before its JSON
 
 Segments are <dir>/journal/<20-digit first version>.log, snapshots <dir>/snapshots/<20-digit version>.snapshot.
 """
@@ -75,7 +77,7 @@ def snapshot_versions(data_dir: Path) -> list[int]:
     return sorted(int(p.name[: -len(".snapshot")]) for p in (data_dir / "snapshots").glob("*.snapshot"))
 
 
-def encode_header(magic: bytes, version: int, format: int = 2) -> bytes:
+def encode_header(magic: bytes, version: int, format: int = 3) -> bytes:
     return magic + struct.pack("<HHQ", format, 0, version)
 
 
@@ -101,11 +103,17 @@ class Record:
         return crc32c(struct.pack("<Q", self.version) + self.payload) == self.crc
 
     @property
+    def continued(self) -> bool:
+        """Whether the next record holds more of the same request (format 3)."""
+        return self.payload.startswith(b"\x02")
+
+    @property
     def event_bytes(self) -> bytes:
-        """The payload's JSON: after the idempotency answers a record may begin with (format 2)."""
-        if self.payload.startswith(b"\x01"):
-            return self.payload.split(b"\n\n", 1)[1]
-        return self.payload
+        """The payload's JSON: after the marks and idempotency answers a record may begin with."""
+        payload = self.payload[1:] if self.continued else self.payload
+        if payload.startswith(b"\x01"):
+            return payload.split(b"\n\n", 1)[1]
+        return payload
 
     def json(self):
         return json.loads(self.event_bytes)

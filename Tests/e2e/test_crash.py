@@ -32,11 +32,14 @@ class Client(threading.Thread):
     connection breaks (the server was killed). Each event is sent after the previous one's answer,
     so at most one is in flight."""
 
-    def __init__(self, port: int, round_number: int, number: int, stop: threading.Event):
+    def __init__(self, port: int, round_number: int, number: int, stop: threading.Event, size: int = 1):
         super().__init__(daemon=True)
         self.port = port
         self.prefix = f"r{round_number}-c{number}-"
         self.stop = stop
+        # Events per request: with more than one, each request is an array of `size` appends whose
+        # values are the request's id and ".0", ".1"...
+        self.size = size
         self.sent: list[str] = []
         self.acked: list[str] = []
         self.versions: list[int] = []
@@ -47,7 +50,10 @@ class Client(threading.Thread):
         try:
             while not self.stop.is_set():
                 event_id = f"{self.prefix}{len(self.sent)}"
-                body = json.dumps({"type": "append", "path": "/log", "value": event_id})
+                if self.size == 1:
+                    body = json.dumps({"type": "append", "path": "/log", "value": event_id})
+                else:
+                    body = json.dumps([{"type": "append", "path": "/log", "value": f"{event_id}.{k}"} for k in range(self.size)])
                 self.sent.append(event_id)
                 connection.request("POST", "/events", body=body, headers={"Content-Type": "application/json"})
                 answer = connection.getresponse()
@@ -83,10 +89,10 @@ class Ledger:
             self.last_version = max(self.last_version, client.versions[-1])
 
 
-def fire_until_killed(server, round_number: int, rng: random.Random) -> list[Client]:
+def fire_until_killed(server, round_number: int, rng: random.Random, size: int = 1) -> list[Client]:
     """CLIENTS clients fire at `server` until it is SIGKILLed after a random fraction of a second."""
     stop = threading.Event()
-    clients = [Client(server.port, round_number, number, stop) for number in range(CLIENTS)]
+    clients = [Client(server.port, round_number, number, stop, size) for number in range(CLIENTS)]
     for client in clients:
         client.start()
     time.sleep(rng.uniform(0.05, 0.4))
@@ -190,3 +196,39 @@ def test_sigkill_during_snapshots_and_segment_rolls(reactord, tmp_path, capsys):
     with capsys.disabled():
         print(f"\ncrash test with snapshots: {len(ledger.acked)} acknowledged events checked after {rounds} SIGKILLs")
     assert len(ledger.acked) >= 200
+
+
+@pytest.mark.time_limit(60)
+def test_a_request_of_several_events_survives_sigkill_whole_or_not_at_all(reactord, tmp_path, capsys):
+    """Requests of four events each with `--fsync always`, where each event is written and synced on
+    its own: kills land between a request's events, and recovery keeps each request all or none."""
+    data_dir = tmp_path / "data"
+    rng = random.Random(17)
+    flags = ("--data-dir", str(data_dir), "--fsync", "always", "--log-level", "notice")
+    size, rounds = 4, 10
+    sent: list[str] = []
+    acked: set[str] = set()
+    cut = 0
+    for round_number in range(rounds + 1):
+        server = reactord(*flags)
+        cut += "began a request" in server.log() or "first events of a request" in server.log()
+        state, version = state_and_version(server)
+        log = state.get("log", [])
+        assert len(log) == version and len(set(log)) == len(log), f"{len(log)} events at version {version}, or some twice"
+        kept = {value.rsplit(".", 1)[0] for value in log}
+        for request_id in kept:
+            whole = [f"{request_id}.{k}" for k in range(size)]
+            at = log.index(whole[0]) if whole[0] in log else -1
+            assert at >= 0 and log[at:at + size] == whole, f"request {request_id} kept in part: {[v for v in log if v.startswith(request_id + '.')]}"
+        assert not acked - kept, f"acknowledged requests lost: {sorted(acked - kept)[:10]}"
+        assert kept <= set(sent), f"requests nobody sent: {sorted(kept - set(sent))[:10]}"
+        if round_number == rounds:
+            break
+        for client in fire_until_killed(server, round_number, rng, size=size):
+            assert not client.refused, client.refused[:3]
+            sent += client.sent
+            acked.update(client.acked)
+    assert server.stop() == 0
+    with capsys.disabled():
+        print(f"\ncrash test with requests of {size} events: {len(acked)} acknowledged requests checked after {rounds} SIGKILLs, {cut} restarts cut off a request's first events")
+    assert len(acked) >= 50

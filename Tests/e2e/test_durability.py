@@ -133,7 +133,7 @@ def test_a_fresh_directory_gets_snapshot_0_of_the_initial_state_and_a_lock(react
     assert (data_dir / "LOCK").is_file()
     assert snapshot_versions(data_dir) == [0]
     snapshot = parse_file(snapshot_path(data_dir, 0))
-    assert (snapshot.magic, snapshot.format, snapshot.reserved, snapshot.version) == (b"RSNP", 2, 0, 0)
+    assert (snapshot.magic, snapshot.format, snapshot.reserved, snapshot.version) == (b"RSNP", 3, 0, 0)
     assert len(snapshot.records) == 1 and snapshot.trailing == b""
     record = snapshot.records[0]
     assert record.version == 0 and record.crc_ok and record.offset == HEADER_SIZE
@@ -163,7 +163,7 @@ def test_an_acknowledged_event_is_in_the_journal_file_before_the_answer(reactord
     event = {"type": "set", "path": "/a", "value": {"b": [1, "two", None, True]}}
     assert fire(server, event) == 1
     segment = parse_file(data_dir / FIRST_SEGMENT)  # read while the server runs, right after the 200
-    assert (segment.magic, segment.format, segment.reserved, segment.version) == (b"RJNL", 2, 0, 1)
+    assert (segment.magic, segment.format, segment.reserved, segment.version) == (b"RJNL", 3, 0, 1)
     assert [r.version for r in segment.records] == [1] and segment.trailing == b""
     record = segment.records[0]
     assert record.crc_ok and record.offset == HEADER_SIZE and record.length == len(record.payload)
@@ -267,7 +267,7 @@ def test_a_directory_of_the_former_format_is_read_and_appends_go_to_a_segment_of
     stop(server)
     assert segment_versions(data_dir) == [1, 3]
     assert parse_file(segment_path(data_dir, 1)).format == 1  # left as it was
-    assert parse_file(segment_path(data_dir, 3)).format == 2
+    assert parse_file(segment_path(data_dir, 3)).format == 3
     server = start(reactord, data_dir)
     assert state_and_version(server) == ({"n": 13}, 3)
     assert [line["version"] for line in all_history(server)] == [1, 2, 3]
@@ -641,6 +641,45 @@ def test_a_torn_final_record_is_cut_off_at_start_up(reactord, data_dir, how):
     server = start(reactord, data_dir)
     assert state_and_version(server) == ({**states[last], "after": 1}, last + 1)
     assert not torn_warnings(server)
+
+
+def test_a_request_of_several_events_is_kept_whole_or_not_at_all_across_a_crash(reactord, data_dir):
+    server = start(reactord, data_dir, "--fsync", "always")
+    assert fire(server, {"type": "increment", "path": "/n"}) == 1
+    batch = [{"type": "increment", "path": "/n"}, {"type": "append", "path": "/l", "value": "x"}, {"type": "increment", "path": "/n", "by": 10}]
+    keyed = {"Idempotency-Key": "order-17"}
+    answer = post_events(server, batch, headers=keyed)
+    assert (answer.status, answer.json()) == (200, {"version": 4, "applied": 3})
+    server.kill()
+    # Each record of the request but its last says that the next holds more of it.
+    segment = data_dir / FIRST_SEGMENT
+    records = parse_file(segment).records
+    assert [(record.version, record.continued) for record in records] == [(1, False), (2, True), (3, True), (4, False)]
+    assert records[2].json() == batch[1]
+    # What `--fsync always` leaves when the process dies between the request's events (each is
+    # synced on its own): its first two records, and not its last, which carried the key's answer.
+    with open(segment, "r+b") as file:
+        file.truncate(records[3].offset)
+
+    done = reactord_tool("check", "--data-dir", str(data_dir))
+    assert done.returncode == 0, text(done)
+    output = done.stdout.decode()
+    assert f"{FIRST_SEGMENT} at offset {records[1].offset}: versions 2 to 3, to be truncated there" in output, output
+    assert "last version 1" in output, output
+
+    server = start(reactord, data_dir, "--fsync", "always")
+    assert state_and_version(server) == ({"n": 1}, 1)
+    assert f"{FIRST_SEGMENT} at offset {records[1].offset}: versions 2 to 3, truncated there" in server.log(), server.log()
+    assert segment.stat().st_size == records[1].offset
+    # The client never heard, and retries: the request applies once, all of it.
+    retry = post_events(server, batch, headers=keyed)
+    assert (retry.status, retry.json(), retry.header("Idempotent-Replayed")) == (200, {"version": 4, "applied": 3}, None)
+    assert state_and_version(server) == ({"n": 12, "l": ["x"]}, 4)
+    server.kill()
+    server = start(reactord, data_dir, "--fsync", "always")
+    assert state_and_version(server) == ({"n": 12, "l": ["x"]}, 4)
+    replayed = post_events(server, batch, headers=keyed)
+    assert (replayed.json(), replayed.header("Idempotent-Replayed")) == ({"version": 4, "applied": 3}, "true")
 
 
 @pytest.mark.parametrize("leftover", ["empty-new-segment", "new-segment-with-half-a-header", "snapshot-temporary-file"])

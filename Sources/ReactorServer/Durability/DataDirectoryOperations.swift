@@ -46,6 +46,9 @@ public enum DataDirectoryOperations {
             for warning in report.warnings {
                 logger.warning("the journal's last record was cut short or is damaged, and is cut off: a write a crash tore, never acknowledged; or damage, and then the event it held is lost", metadata: ["where": "\(warning)"])
             }
+            if let unfinished = report.unfinishedRequest {
+                logger.warning("the journal ends with the first events of a request whose last event never reached the disk, and they are cut off: the request was not acknowledged, and is kept all or none", metadata: ["where": "\(unfinished)"])
+            }
             let log = try FileEventLog(directory: directory, lockFD: lock, report: report, loop: loop, options: options)
             log.replayedChanges = Array(replayed)
             logger.notice("recovered", metadata: [

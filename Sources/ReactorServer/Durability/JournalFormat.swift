@@ -5,11 +5,15 @@ public struct LogRecord: Sendable, Equatable {
     public let version: UInt64
     public let payload: [UInt8]
     public let answers: [JournaledAnswer]
+    /// The event came in a request of several, and the next record holds the next of them: after a
+    /// crash, recovery keeps such a request's records all or none (`JournalRecovery`).
+    public let continued: Bool
 
-    public init(version: UInt64, payload: [UInt8], answers: [JournaledAnswer] = []) {
+    public init(version: UInt64, payload: [UInt8], answers: [JournaledAnswer] = [], continued: Bool = false) {
         self.version = version
         self.payload = payload
         self.answers = answers
+        self.continued = continued
     }
 }
 
@@ -25,11 +29,15 @@ public struct LogRecord: Sendable, Equatable {
 ///     payload length bytes of JSON
 ///
 /// all little-endian. A snapshot file holds exactly one record. From format 2 on, a payload may
-/// begin with idempotency answers before its JSON (`JournaledAnswer.marker`); format 1 files, which
-/// hold none, are read as they are, and appends never continue one.
+/// begin with idempotency answers before its JSON (`JournaledAnswer.marker`); from format 3 on, with
+/// `continuedMarker` before those. Files of an earlier format, which hold neither, are read as they
+/// are, and appends never continue one.
 public enum JournalFormat {
-    public static let formatVersion: UInt16 = 2
-    public static let readableFormats: ClosedRange<UInt16> = 1...2
+    public static let formatVersion: UInt16 = 3
+    public static let readableFormats: ClosedRange<UInt16> = 1...3
+    /// The byte a continued record's payload begins with (`LogRecord.continued`): like
+    /// `JournaledAnswer.marker`, one that no JSON text starts with and that is not zero.
+    static let continuedMarker: UInt8 = 0x02
     public static let headerSize = 16
     public static let recordHeaderSize = 16
     /// The largest payload a record may carry; a larger length can only be damage.
@@ -100,7 +108,8 @@ public enum JournalFormat {
 
     /// Appends one record's bytes to `bytes`.
     public static func append(_ record: LogRecord, to bytes: inout [UInt8]) {
-        let prefix = JournaledAnswer.prefix(record.answers)
+        var prefix = record.continued ? [continuedMarker] : []
+        prefix += JournaledAnswer.prefix(record.answers)
         var versionBytes: [UInt8] = []
         versionBytes.appendLittleEndian(record.version)
         var crc = CRC32C.checksum(versionBytes)
@@ -114,7 +123,16 @@ public enum JournalFormat {
     }
 
     public static func encodedSize(_ record: LogRecord) -> Int {
-        recordHeaderSize + JournaledAnswer.prefixCount(record.answers) + record.payload.count
+        recordHeaderSize + (record.continued ? 1 : 0) + JournaledAnswer.prefixCount(record.answers) + record.payload.count
+    }
+
+    /// Reads what a stored payload begins with (`continuedMarker`, then idempotency answers) and
+    /// the JSON after; nil when the beginning is not in the form `append` writes.
+    static func parsePayload(_ stored: ArraySlice<UInt8>, version: UInt64) -> LogRecord? {
+        let continued = stored.first == continuedMarker
+        let rest = continued ? stored.dropFirst() : stored
+        guard rest.first != continuedMarker, let (payload, answers) = JournaledAnswer.split(rest) else { return nil }
+        return LogRecord(version: version, payload: payload, answers: answers, continued: continued)
     }
 }
 
@@ -181,12 +199,12 @@ public struct JournalScanner {
                 if isUnfinishedWrite(at: at, end: end, before: sound, in: raw) { return .torn(offset: at, reason: reason + Self.unfinished) }
                 return end == bytes.count && sound == nil ? .torn(offset: at, reason: reason) : .damaged(offset: at, reason: reason)
             }
-            guard let (payload, answers) = JournaledAnswer.split(bytes[(at + JournalFormat.recordHeaderSize)..<end]) else {
-                return .damaged(offset: at, reason: "the record of version \(version) begins with idempotency answers that cannot be read")
+            guard let record = JournalFormat.parsePayload(bytes[(at + JournalFormat.recordHeaderSize)..<end], version: version) else {
+                return .damaged(offset: at, reason: "the record of version \(version) begins with idempotency answers or marks that cannot be read")
             }
             expectedVersion = version + 1
             offset = end
-            return .record(LogRecord(version: version, payload: payload, answers: answers), offset: at)
+            return .record(record, offset: at)
         }
     }
 

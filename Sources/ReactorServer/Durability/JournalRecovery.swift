@@ -5,7 +5,9 @@ import Foundation
 ///
 /// A torn final record (what a crash in the middle of a write leaves) is cut off, with a warning
 /// naming the file and offset, when `repair` is on; damage anywhere else is an error naming the file
-/// and offset, and nothing is changed.
+/// and offset, and nothing is changed. So are the records at the end of the journal that began a
+/// request of several events whose last record never reached the disk (`LogRecord.continued`): a
+/// request's events are kept all or none, as they were answered.
 public struct JournalRecovery: Sendable {
     public struct Report: Sendable {
         public var snapshotVersion: UInt64 = 0
@@ -19,6 +21,9 @@ public struct JournalRecovery: Sendable {
         public var obsoleteSegments: [UInt64] = []
         /// What was found torn and, with `repair`, cut off.
         public var warnings: [String] = []
+        /// Where the journal ended part way through a request of several events (the records of
+        /// its first events, and no more) and, with `repair`, was cut off before them.
+        public var unfinishedRequest: String?
         /// The idempotency answers the snapshot and the records read carry, oldest first, for
         /// events up to `lastVersion` (some may have expired).
         public var answers: [JournaledAnswer] = []
@@ -83,6 +88,8 @@ public struct JournalRecovery: Sendable {
             var scanner = JournalScanner(bytes: bytes)
             var previous: UInt64? = nil
             var size = bytes.count
+            // The records of a request of several events read so far, replayed once its last one is.
+            var unfinished: (offset: Int, records: [LogRecord]) = (0, [])
             scanning: while true {
                 switch scanner.next() {
                 case .record(let record, let offset):
@@ -93,15 +100,24 @@ public struct JournalRecovery: Sendable {
                         throw EventLogError(.damaged, "\(relative) at offset \(offset): the first record is version \(record.version), not \(first)")
                     }
                     previous = record.version
-                    // Answers of events the snapshot folded in still hold: the events are applied.
-                    report.answers += record.answers
-                    if record.version < expected { continue }
-                    guard record.version == expected else {
+                    if record.version < expected {
+                        // Answers of events the snapshot folded in still hold: the events are applied.
+                        report.answers += record.answers
+                        continue
+                    }
+                    guard record.version == expected + UInt64(unfinished.records.count) else {
                         throw EventLogError(.damaged, "\(relative) at offset \(offset): version \(record.version) where \(expected) was expected")
                     }
-                    try replay(record)
-                    report.records += 1
-                    expected += 1
+                    if unfinished.records.isEmpty { unfinished.offset = offset }
+                    unfinished.records.append(record)
+                    if record.continued { continue }
+                    for record in unfinished.records {
+                        report.answers += record.answers
+                        try replay(record)
+                    }
+                    report.records += unfinished.records.count
+                    expected += UInt64(unfinished.records.count)
+                    unfinished.records.removeAll()
                 case .end:
                     size = scanner.offset
                     break scanning
@@ -110,12 +126,24 @@ public struct JournalRecovery: Sendable {
                         throw EventLogError(.damaged, "\(relative) at offset \(offset): \(reason), and later segments follow it")
                     }
                     report.warnings.append("\(relative) at offset \(offset): \(reason); \(repair ? "truncated" : "to be truncated") there")
-                    if repair { try truncate(file, to: offset) }
+                    if repair && unfinished.records.isEmpty { try truncate(file, to: offset) }
                     size = offset
                     break scanning
                 case .damaged(let offset, let reason):
                     throw EventLogError(.damaged, "\(relative) at offset \(offset): \(reason)")
                 }
+            }
+            if let first = unfinished.records.first {
+                // A writer puts a request's records in one segment: only a crash ends one part way.
+                guard isLast else {
+                    throw EventLogError(.damaged, "\(relative) at offset \(unfinished.offset): a request of several events starts at version \(first.version) and does not end in this segment, and later segments follow it")
+                }
+                let last = first.version + UInt64(unfinished.records.count) - 1
+                let versions = unfinished.records.count == 1 ? "version \(first.version)" : "versions \(first.version) to \(last)"
+                report.unfinishedRequest = "\(relative) at offset \(unfinished.offset): \(versions), \(repair ? "truncated" : "to be truncated") there"
+                if repair { try truncate(file, to: unfinished.offset) }
+                size = unfinished.offset
+                previous = first.version - 1
             }
             // Appends continue the last segment only where its records reach the state: after a
             // snapshot newer than its last record (records it held lost with `--fsync never`), the

@@ -258,10 +258,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     }
 
     /// Takes the events the core applied at `versions` as one request's, posted at `postedIndices`
-    /// of its array, under the same terms as `record(_:asEventOf:)`. Only a shared log applies
-    /// events again; a journal of its own keeps no mark.
+    /// of its array, under the same terms as `record(_:asEventOf:)`: a journal keeps them all or none
+    /// across a crash (`LogRecord.continued`), a shared log applies them again together.
     func markBatch(versions: ClosedRange<UInt64>, postedIndices: [Int]) {
-        guard shared != nil, versions.count == postedIndices.count else { return }
+        guard log != nil, versions.count == postedIndices.count else { return }
         batchesMarked += 1
         for (version, postedIndex) in zip(versions, postedIndices) {
             mark(BatchMark(id: batchesMarked, postedIndex: postedIndex), onEventOf: version)
@@ -328,11 +328,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         progress.pending.removeAll(keepingCapacity: true)
         var records: [LogRecord] = []
         records.reserveCapacity(batch.count)
-        for entry in batch {
+        for (index, entry) in batch.enumerated() {
             guard let payload = entry.payload ?? encoded(entry) else {
                 return fail(EventLogError(.other, "an event could not be encoded for the journal"))
             }
-            records.append(LogRecord(version: entry.version, payload: payload, answers: journaledAnswers(entry)))
+            // A request's events are applied in one job, so they are appended together.
+            let continued = entry.batch != nil && index + 1 < batch.count && batch[index + 1].batch?.id == entry.batch?.id
+            records.append(LogRecord(version: entry.version, payload: payload, answers: journaledAnswers(entry), continued: continued))
         }
         if batch[batch.count - 1].state == nil {
             // The batch's last state is the core's: everything the core applies comes through

@@ -33,7 +33,8 @@ func check(_ bytes: UnsafeRawBufferPointer) {
     }
 
     // Records from the input (split at 0xFF; JSON is never empty, holds no zero byte and does not
-    // begin with 0x01; a piece that does stands for a record carrying an idempotency answer), the first
+    // begin with 0x01 or 0x02; a piece that begins with 0x02 stands for a continued record, one that
+    // then begins with 0x01 for a record carrying an idempotency answer), the first
     // `synced` of them synced, the rest one group over the room. The writer writes a group in
     // pieces (`JournalFormat.pieceEnd`), syncing each before the next; a crash in
     // one piece (`crashed`) leaves the pieces before it whole, those after it unwritten, and of its
@@ -43,18 +44,22 @@ func check(_ bytes: UnsafeRawBufferPointer) {
     let (synced, kept) = (Int(input[0] % 16), UInt16(input[1]) | UInt16(input[2]) << 8)
     let inputPieces = input.dropFirst(3).split(separator: 0xFF, omittingEmptySubsequences: false).prefix(64)
         .map { $0.isEmpty ? [UInt8(ascii: "0")] : $0.map { $0 == 0 ? 1 : $0 } }
-    var records = inputPieces.enumerated().map { index, piece in
+    var records = inputPieces.enumerated().map { index, whole in
         let version = UInt64(index + 1)
-        guard piece.first == 0x01 else { return LogRecord(version: version, payload: piece) }
-        let json = piece.count > 1 && piece[1] != 0x01 ? Array(piece.dropFirst()) : [UInt8(ascii: "0")]
+        let continued = whole.first == 0x02
+        var piece = continued ? Array(whole.dropFirst()) : whole
+        if piece.first == nil || piece.first == 0x02 { piece.insert(UInt8(ascii: "0"), at: 0) }
+        guard piece.first == 0x01 else { return LogRecord(version: version, payload: piece, continued: continued) }
+        let json = piece.count > 1 && piece[1] > 0x02 ? Array(piece.dropFirst()) : [UInt8(ascii: "0")]
         let body = piece.count > 2 ? Array(piece.suffix(min(48, piece.count / 2))).map { $0 == 0x0A ? 0x20 : $0 } : nil
         let answer = JournaledAnswer(version: version, expiresAt: UInt64(piece.count) << 40, fingerprint: "0123456789abcdef",
                                      key: String(decoding: piece.prefix(48), as: UTF8.self), body: body)
-        return LogRecord(version: version, payload: json, answers: [answer])
+        return LogRecord(version: version, payload: json, answers: [answer], continued: continued)
     }
     if input[0] & 0x80 != 0, synced < records.count {
         let (record, grown) = (records[synced], JournalFormat.maxUnsyncedBytes + Int(input[1]) * 997)
-        records[synced] = LogRecord(version: record.version, payload: (0..<grown).map { record.payload[$0 % record.payload.count] }, answers: record.answers)
+        records[synced] = LogRecord(version: record.version, payload: (0..<grown).map { record.payload[$0 % record.payload.count] },
+                                    answers: record.answers, continued: record.continued)
     }
     var segment = header
     var syncedEnd = header.count

@@ -67,6 +67,37 @@ final class JournalFormatTests: XCTestCase {
         XCTAssertEqual(snapshotScanner.next(), .record(snapshot, offset: 0))
     }
 
+    func testARecordContinuedByTheNextKeepsItsMarkAndItsJSONAsItWas() {
+        let answer = JournaledAnswer(version: 3, expiresAt: 5, fingerprint: "f", key: "k", body: Array(#"{"version":3,"applied":3}"#.utf8))
+        let records = [
+            LogRecord(version: 1, payload: Array(#"{"type":"increment","path":"/n"}"#.utf8), continued: true),
+            LogRecord(version: 2, payload: Array(#"{"type":"append","path":"/l","value":"\u0002"}"#.utf8), continued: true),
+            LogRecord(version: 3, payload: Array("[2]".utf8), answers: [answer]),
+            LogRecord(version: 4, payload: Array("{}".utf8), answers: [answer], continued: true),
+        ]
+        var bytes = JournalFormat.header(.segment, version: 1)
+        for record in records { JournalFormat.append(record, to: &bytes) }
+        XCTAssertEqual(bytes.count, JournalFormat.headerSize + records.reduce(0) { $0 + JournalFormat.encodedSize($1) })
+        XCTAssertEqual(bytes[JournalFormat.headerSize + JournalFormat.recordHeaderSize], JournalFormat.continuedMarker)
+        var scanner = JournalScanner(bytes: bytes)
+        var read: [LogRecord] = []
+        while case .record(let record, _) = scanner.next() { read.append(record) }
+        XCTAssertEqual(read, records)
+        XCTAssertEqual(scanner.next(), .end)
+    }
+
+    func testAMarkNotInTheFormWrittenIsDamageEvenWithASoundChecksum() {
+        for stored in ["\u{2}\u{2}{}", "\u{2}\u{1}\n{}", "\u{2}\u{1}1 2 f 6\n\n{}"] {
+            var bytes = JournalFormat.header(.segment, version: 1)
+            // Written as a plain payload that happens to begin with the marks.
+            JournalFormat.append(LogRecord(version: 1, payload: Array(stored.utf8)), to: &bytes)
+            JournalFormat.append(LogRecord(version: 2, payload: Array("{}".utf8)), to: &bytes)
+            var scanner = JournalScanner(bytes: bytes)
+            guard case .damaged(let offset, _) = scanner.next() else { return XCTFail("\(stored.debugDescription) read") }
+            XCTAssertEqual(offset, JournalFormat.headerSize)
+        }
+    }
+
     func testAnswersThatCannotBeReadAreDamageEvenWithASoundChecksum() {
         for stored in ["\u{1}", "\u{1}\n{}", "\u{1}1 2 f\n\n{}", "\u{1}1 2 f 6\n\n{}", "\u{1}x 2 f 6b\n\n{}", "\u{1}1 2 f 6b \n\n{}", "\u{1}01 2 f 6b\n\n{}", "\u{1}+1 2 f 6b\n\n{}", "\u{1}1 2 F 6b\n\n{}", "\u{1}1 2 f 6B\n\n{}", "\u{1}1 2 f ff\n\n{}"] {
             var bytes = JournalFormat.header(.segment, version: 1)
@@ -279,8 +310,8 @@ final class JournalFormatTests: XCTestCase {
         let segment = JournalFormat.header(.segment, version: 9)
         XCTAssertEqual(segment.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .snapshot) }, .failure(.badMagic))
         var future = segment
-        future[4] = 3
-        XCTAssertEqual(future.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .segment) }, .failure(.unknownFormat(3)))
+        future[4] = 4
+        XCTAssertEqual(future.withUnsafeBytes { JournalFormat.parseHeader($0, kind: .segment) }, .failure(.unknownFormat(4)))
         var older = segment
         older[4] = 1
         XCTAssertEqual(older.withUnsafeBytes { JournalFormat.parseHeaderAndFormat($0, kind: .segment).map(\.format) }, .success(1))

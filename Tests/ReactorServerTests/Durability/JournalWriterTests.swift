@@ -169,6 +169,64 @@ final class JournalWriterTests: XCTestCase {
         XCTAssertEqual(report.answers, [gone, answer(2), answer(4), answer(6)])
     }
 
+    /// The records of a request of several events, the last of them `continued: false`.
+    private func request(_ versions: ClosedRange<UInt64>) -> [LogRecord] {
+        records(versions).map { LogRecord(version: $0.version, payload: $0.payload, continued: $0.version != versions.upperBound) }
+    }
+
+    func testARequestWhoseLastRecordNeverReachedTheDiskIsCutOffWhole() throws {
+        let directory = try newDirectory()
+        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: 1)
+        XCTAssertEqual(try writer.append(records(1...2) + request(3...4), policy: .always).get(), [])
+        let requestStart = JournalFormat.headerSize + records(1...2).reduce(0) { $0 + JournalFormat.encodedSize($1) }
+        // What `--fsync always` leaves when the process dies between a request's events: the first
+        // ones synced, the last never written.
+        XCTAssertEqual(try writer.append(Array(request(5...7).prefix(2)), policy: .always).get(), [])
+        writer.close()
+        var (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, [1, 2, 3, 4])
+        XCTAssertEqual(report.lastVersion, 4)
+        XCTAssertEqual(report.records, 4)
+        let unfinishedStart = requestStart + request(3...4).reduce(0) { $0 + JournalFormat.encodedSize($1) }
+        XCTAssertEqual(report.lastSegment?.size, unfinishedStart)
+        XCTAssertEqual(report.warnings, [])
+        XCTAssertEqual(report.unfinishedRequest, "journal/00000000000000000001.log at offset \(unfinishedStart): versions 5 to 6, truncated there")
+        XCTAssertEqual(try fileSize(directory.segmentPath(firstVersion: 1)), unfinishedStart)
+
+        // Appends continue where the finished records end; the request's last record torn by a
+        // crash takes its first records with it.
+        let resumed = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: report.lastSegment, nextVersion: 5)
+        XCTAssertEqual(try resumed.append(request(5...7), policy: .batch).get(), [])
+        resumed.close()
+        (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, [1, 2, 3, 4, 5, 6, 7])
+        XCTAssertEqual(report.warnings, [])
+        XCTAssertNil(report.unfinishedRequest)
+        let segment = directory.segmentPath(firstVersion: 1)
+        let whole = try fileSize(segment)
+        XCTAssertEqual(truncate(segment, off_t(whole - 3)), 0)
+        (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, [1, 2, 3, 4])
+        XCTAssertEqual(report.warnings.count, 1, "\(report.warnings)")
+        XCTAssertTrue(report.warnings[0].contains("runs past the end of the file"), report.warnings[0])
+        XCTAssertEqual(report.unfinishedRequest, "journal/00000000000000000001.log at offset \(unfinishedStart): versions 5 to 6, truncated there")
+        XCTAssertEqual(try fileSize(segment), unfinishedStart)
+    }
+
+    func testARequestThatDoesNotEndInItsSegmentWithSegmentsAfterItIsDamage() throws {
+        let directory = try newDirectory()
+        var first = JournalFormat.header(.segment, version: 1)
+        for record in records(1...1) + Array(request(2...3).prefix(1)) { JournalFormat.append(record, to: &first) }
+        var second = JournalFormat.header(.segment, version: 3)
+        for record in records(3...4) { JournalFormat.append(record, to: &second) }
+        try directory.writeAtomically(first, to: directory.segmentPath(firstVersion: 1))
+        try directory.writeAtomically(second, to: directory.segmentPath(firstVersion: 3))
+        XCTAssertThrowsError(try recover(directory)) { error in
+            let message = (error as? EventLogError)?.message ?? "\(error)"
+            XCTAssertTrue(message.contains("a request of several events starts at version 2 and does not end in this segment"), message)
+        }
+    }
+
     /// A group that fails and cannot be cut off again may be read back at the next start: its
     /// outcome is not known, and it is not refused as though it were not written.
     func testAFailedGroupThatCannotBeCutOffIsIndeterminate() throws {
