@@ -261,16 +261,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     /// of its array, under the same terms as `record(_:asEventOf:)`: a journal keeps them all or none
     /// across a crash (`LogRecord.continued`), a shared log applies them again together.
     func markBatch(versions: ClosedRange<UInt64>, postedIndices: [Int]) {
-        guard log != nil, versions.count == postedIndices.count else { return }
+        guard log != nil, versions.count == postedIndices.count,
+              let first = progress.pending.lastIndex(where: { $0.version == versions.lowerBound }) else { return }
         batchesMarked += 1
-        for (version, postedIndex) in zip(versions, postedIndices) {
-            mark(BatchMark(id: batchesMarked, postedIndex: postedIndex), onEventOf: version)
+        // The request's events were applied in one job: their entries are contiguous.
+        for (index, postedIndex) in zip(first..., postedIndices) where index < progress.pending.endIndex {
+            progress.pending[index].batch = BatchMark(id: batchesMarked, postedIndex: postedIndex)
         }
-    }
-
-    private func mark(_ mark: BatchMark, onEventOf version: UInt64) {
-        guard let index = progress.pending.lastIndex(where: { $0.version == version }) else { return }
-        progress.pending[index].batch = mark
     }
 
     /// No line break in `bytes`: one scan over the raw bytes (`Array.contains` twice costs several times as much).
@@ -698,11 +695,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     private func applyAgain(batch: ArraySlice<Entry>) -> Outcome? {
         switch core.fireIfIdle(events: batch.map(\.event), mode: .allOrNothing, origin: nil) {
         case .success(let outcome)?:
-            var version = outcome.version - UInt64(batch.count)
-            for entry in batch {
-                version += 1
-                if let payload = entry.payload { record(payload, asEventOf: version) }
-                if let batchMark = entry.batch { mark(batchMark, onEventOf: version) }
+            // Applied in one job, the events' new entries are contiguous.
+            let firstVersion = outcome.version - UInt64(batch.count) + 1
+            if let first = progress.pending.lastIndex(where: { $0.version == firstVersion }) {
+                for (index, entry) in zip(first..., batch) where index < progress.pending.endIndex {
+                    progress.pending[index].payload = entry.payload
+                    progress.pending[index].batch = entry.batch
+                }
             }
             return .success(outcome.version)
         case .failure(let rejection)?:
