@@ -152,9 +152,11 @@ public struct JournalRecovery: Sendable {
             if isLast && (previous ?? (first - 1)) + 1 == expected && format == JournalFormat.formatVersion { report.lastSegment = (first, size) }
         }
         report.lastVersion = expected - 1
-        // A snapshot's answers come again from the records it folded in that are still on disk.
+        // A snapshot's answers come again from the records it folded in that are still on disk;
+        // in order of version, since a log that keeps a number of them drops the oldest.
         var seen = Set<JournaledAnswer>()
         report.answers = report.answers.filter { $0.version <= report.lastVersion && seen.insert($0).inserted }
+        report.answers.sort { $0.version < $1.version }
         return report
     }
 

@@ -159,10 +159,10 @@ final class JournalWriterTests: XCTestCase {
         }
         XCTAssertEqual(try writer.append(written, policy: .batch).get(), [])
         writer.close()
-        // The snapshot at 4 folds in 2 and 4 (still in segment 1, read again) and one whose
-        // segment is gone.
+        // The snapshot at 4 folds in 4 (still in segment 1, read again) and one whose segment is
+        // gone; not 2, past the number it keeps, but 2's record is still on disk. Oldest first.
         let gone = JournaledAnswer(version: 0, expiresAt: 7, fingerprint: "0", key: "gone")
-        try FileEventLog.writeSnapshot(LogRecord(version: 4, payload: Array("{}".utf8), answers: [gone, answer(2), answer(4)]),
+        try FileEventLog.writeSnapshot(LogRecord(version: 4, payload: Array("{}".utf8), answers: [gone, answer(4)]),
                                        in: directory, removingSegments: [], snapshots: [0])
         let (versions, report) = try recover(directory)
         XCTAssertEqual(versions, [5, 6])
