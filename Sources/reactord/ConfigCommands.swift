@@ -69,6 +69,8 @@ struct Config: ParsableCommand {
                 "eventRateLimit": nil,
                 "eventRateBurst": nil,
                 "resumeWindow": .integer(Int64(server.resumeWindow)),
+                "idempotencyWindow": .number(server.idempotencyWindow),
+                "idempotencyKeys": .integer(Int64(server.idempotencyCapacity)),
                 "maxUnsentBytes": .integer(Int64(server.maxUnsentBytes)),
                 "slowConsumer": .string(server.slowConsumerPolicy.rawValue),
                 "pingInterval": .number(server.pingInterval),

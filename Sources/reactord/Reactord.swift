@@ -65,6 +65,12 @@ struct Serve: ParsableCommand {
     @Option(help: "Recent transitions kept for subscribers that resume with since=N (default 1024).")
     var resumeWindow: Int?
 
+    @Option(help: "Seconds an Idempotency-Key's answer is remembered for retries (default 300).")
+    var idempotencyWindow: Double?
+
+    @Option(help: "Most Idempotency-Key answers remembered at once, the oldest forgotten first (default 10000).")
+    var idempotencyKeys: Int?
+
     @Option(help: "Bytes a subscriber may leave unsent before the slow-consumer policy applies (default 1048576).")
     var maxUnsentBytes: Int?
 
@@ -168,6 +174,8 @@ struct Serve: ParsableCommand {
         settings.maxBodyBytes = maxBodyBytes
         settings.maxHeaderBytes = maxHeaderBytes
         settings.resumeWindow = resumeWindow
+        settings.idempotencyWindow = idempotencyWindow
+        settings.idempotencyKeys = idempotencyKeys
         settings.maxUnsentBytes = maxUnsentBytes
         settings.slowConsumer = slowConsumer
         settings.pingInterval = pingInterval

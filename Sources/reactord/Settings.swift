@@ -18,6 +18,8 @@ struct Settings {
     var maxBodyBytes: Int?
     var maxHeaderBytes: Int?
     var resumeWindow: Int?
+    var idempotencyWindow: Double?
+    var idempotencyKeys: Int?
     var maxUnsentBytes: Int?
     var slowConsumer: SlowConsumerPolicy?
     var pingInterval: Double?
@@ -59,6 +61,8 @@ struct Settings {
             maxBodyBytes: maxBodyBytes ?? lower.maxBodyBytes,
             maxHeaderBytes: maxHeaderBytes ?? lower.maxHeaderBytes,
             resumeWindow: resumeWindow ?? lower.resumeWindow,
+            idempotencyWindow: idempotencyWindow ?? lower.idempotencyWindow,
+            idempotencyKeys: idempotencyKeys ?? lower.idempotencyKeys,
             maxUnsentBytes: maxUnsentBytes ?? lower.maxUnsentBytes,
             slowConsumer: slowConsumer ?? lower.slowConsumer,
             pingInterval: pingInterval ?? lower.pingInterval,
@@ -125,6 +129,16 @@ struct Settings {
             guard resumeWindow >= 0 else { throw ConfigurationError("resume-window must not be negative") }
             configuration.resumeWindow = resumeWindow
         }
+        if let idempotencyWindow {
+            guard idempotencyWindow > 0, idempotencyWindow <= Self.longestIdempotencyWindow else {
+                throw ConfigurationError("idempotency-window must be more than 0 and at most \(Int(Self.longestIdempotencyWindow)) seconds (a week)")
+            }
+            configuration.idempotencyWindow = idempotencyWindow
+        }
+        if let idempotencyKeys {
+            guard idempotencyKeys > 0 else { throw ConfigurationError("idempotency-keys must be positive") }
+            configuration.idempotencyCapacity = idempotencyKeys
+        }
         if let maxUnsentBytes {
             guard maxUnsentBytes >= 1024 else { throw ConfigurationError("max-unsent-bytes must be at least 1024") }
             configuration.maxUnsentBytes = maxUnsentBytes
@@ -185,6 +199,8 @@ struct Settings {
         }
         // The events a restart replays refill the resume window: keep as many as it holds.
         if let resumeWindow { log.recentRecords = max(log.recentRecords, resumeWindow) }
+        // Snapshots carry as many idempotency answers as the server remembers.
+        if let idempotencyKeys, idempotencyKeys > 0 { log.answersKept = idempotencyKeys }
         let storage = try snapshotIntervals()
         guard let dataDir, !dataDir.isEmpty else { return nil }
         return (dataDir, log, storage)
@@ -252,6 +268,9 @@ struct Settings {
         return url[..<scheme.upperBound] + user + ":***" + url[at...]
     }
 
+    /// The longest an idempotency key may be remembered: a retry comes within minutes, not weeks.
+    static let longestIdempotencyWindow = 7 * 24 * 3600.0
+
     static func isLoopback(_ host: String) -> Bool {
         host.hasPrefix("127.") || host == "::1"
     }
@@ -288,6 +307,8 @@ extension Settings {
         settings.maxBodyBytes = try number("MAX_BODY_BYTES")
         settings.maxHeaderBytes = try number("MAX_HEADER_BYTES")
         settings.resumeWindow = try number("RESUME_WINDOW")
+        settings.idempotencyWindow = try number("IDEMPOTENCY_WINDOW")
+        settings.idempotencyKeys = try number("IDEMPOTENCY_KEYS")
         settings.maxUnsentBytes = try number("MAX_UNSENT_BYTES")
         if let policy = value("SLOW_CONSUMER") {
             guard let parsed = SlowConsumerPolicy(rawValue: policy) else { throw ConfigurationError("REACTORD_SLOW_CONSUMER must be snapshot or close, not \"\(policy)\"") }
@@ -328,7 +349,7 @@ extension Settings {
 
     static let fileKeys: Set<String> = [
         "host", "port", "tokens", "logLevel", "initialState", "insecure", "corsOrigins", "maxConnections",
-        "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes", "resumeWindow", "maxUnsentBytes",
+        "requestTimeout", "idleTimeout", "maxBodyBytes", "maxHeaderBytes", "resumeWindow", "idempotencyWindow", "idempotencyKeys", "maxUnsentBytes",
         "slowConsumer", "pingInterval", "maxMessageBytes", "webSocketOrigins", "webSocketCompression", "compressionMinBytes",
         "tlsCert", "tlsKey", "tlsPort",
         "dataDir", "fsync", "snapshotEvents", "snapshotBytes", "segmentBytes",
@@ -369,6 +390,8 @@ extension Settings {
             case "requestTimeout": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.requestTimeout = number
             case "idleTimeout": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.idleTimeout = number
             case "resumeWindow": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.resumeWindow = Int(number)
+            case "idempotencyWindow": guard let number = value.doubleValue else { throw fail(key, "a number of seconds") }; settings.idempotencyWindow = number
+            case "idempotencyKeys": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.idempotencyKeys = Int(number)
             case "maxUnsentBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxUnsentBytes = Int(number)
             case "maxMessageBytes": guard let number = value.int64Value else { throw fail(key, "an integer") }; settings.maxMessageBytes = Int(number)
             case "webSocketCompression": guard let flag = value.boolValue else { throw fail(key, "true or false") }; settings.webSocketCompression = flag

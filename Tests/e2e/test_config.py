@@ -141,6 +141,47 @@ def test_initial_state_path_from_the_environment(reactord, tmp_path):
     assert request(server, "GET", "/state").json() == [1, 2, 3]
 
 
+def keyed_increment(server, key: str):
+    answer = post_events(server, {"type": "increment", "path": "/n"}, headers={"Idempotency-Key": key})
+    assert answer.status == 200, answer.body
+    return answer.json()["version"], answer.header("Idempotent-Replayed")
+
+
+@pytest.mark.parametrize("layer", ["flag", "environment", "file"])
+def test_the_idempotency_window_and_key_count_are_settings(reactord, tmp_path, layer):
+    values = {"flag": ["--idempotency-window", "1", "--idempotency-keys", "2"]}
+    if layer == "environment":
+        server = reactord(env={"REACTORD_IDEMPOTENCY_WINDOW": "1", "REACTORD_IDEMPOTENCY_KEYS": "2"})
+    elif layer == "file":
+        server = reactord("--config", write_config(tmp_path, {"idempotencyWindow": 1, "idempotencyKeys": 2}))
+    else:
+        server = reactord(*values["flag"])
+    # Two keys are remembered; a third makes the oldest forgotten, and its retry applies again.
+    assert keyed_increment(server, "a") == (1, None)
+    assert keyed_increment(server, "b") == (2, None)
+    assert keyed_increment(server, "a") == (1, "true")
+    assert keyed_increment(server, "c") == (3, None)
+    assert keyed_increment(server, "b") == (2, "true")
+    assert keyed_increment(server, "a") == (4, None)
+    # A second on, every key has expired.
+    time.sleep(1.2)
+    assert keyed_increment(server, "c") == (5, None)
+
+
+def test_a_restart_remembers_as_many_keys_as_the_setting_says(reactord, tmp_path):
+    data_dir = tmp_path / "data"
+    flags = ("--data-dir", str(data_dir), "--idempotency-keys", "2", "--snapshot-events", "3")
+    server = reactord(*flags)
+    for key in "abc":
+        keyed_increment(server, key)
+    assert server.stop() == 0
+    server = reactord(*flags)
+    # The newest two, from the snapshot at version 3 and the records.
+    assert keyed_increment(server, "b") == (2, "true")
+    assert keyed_increment(server, "c") == (3, "true")
+    assert keyed_increment(server, "a") == (4, None)
+
+
 @pytest.mark.parametrize(
     "settings, message",
     [
@@ -149,6 +190,10 @@ def test_initial_state_path_from_the_environment(reactord, tmp_path):
         ({"tokens": [{"name": "a", "secret": "b", "scopes": ["write"]}]}, "write"),
         ({"maxHeaderBytes": 100}, "max-header-bytes"),
         ({"requestTimeout": 0}, "request-timeout"),
+        ({"idempotencyWindow": 0}, "idempotency-window"),
+        ({"idempotencyWindow": 604801}, "idempotency-window"),
+        ({"idempotencyKeys": 0}, "idempotency-keys"),
+        ({"idempotencyKeys": "many"}, "idempotencyKeys"),
     ],
 )
 def test_bad_config_values_are_refused(tmp_path, settings, message):
@@ -178,6 +223,8 @@ def test_missing_config_file_is_refused(tmp_path):
         (["--port", "0", "--log-level", "loud"], {}, "log-level"),
         (["--port", "0", "--max-connections", "0"], {}, "max-connections"),
         ([], {"REACTORD_PORT": "abc"}, "REACTORD_PORT"),
+        (["--port", "0", "--idempotency-window", "-5"], {}, "idempotency-window"),
+        ([], {"REACTORD_PORT": "0", "REACTORD_IDEMPOTENCY_KEYS": "0"}, "idempotency-keys"),
         ([], {"REACTORD_PORT": "0", "REACTORD_LOG_LEVEL": "loud"}, "REACTORD_LOG_LEVEL"),
         (["--port", "0", "--initial-state", "/nonexistent/state.json"], {}, "/nonexistent/state.json"),
     ],
