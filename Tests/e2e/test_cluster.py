@@ -830,6 +830,20 @@ def test_a_retry_after_a_503_whose_event_went_in_gets_the_events_answer(cluster)
     assert cluster.redis.stream_length(cluster.key) == 1
 
 
+def test_a_retry_after_a_503_whose_request_of_several_events_went_in_gets_its_answer(cluster):
+    # The same for a request of several events: their key's answer goes into Redis with the last.
+    a = cluster.node("a", "--redis-wait-replicas", "1", "--redis-timeout", "0.5")
+    b = cluster.node("b")
+    batch = [INCREMENT, {"type": "set", "path": "/s", "value": "x"}]
+    first = post_events(a, batch, headers=keyed("lost-answer"))
+    assert_problem(first, 503, "journal-unavailable")
+    wait_for_version([b], 2)
+    retry = post_events(b, batch, headers=keyed("lost-answer"))
+    assert retry.status == 200 and retry.json() == {"version": 2, "applied": 2}, retry
+    assert retry.header("Idempotent-Replayed") == "true"
+    assert_converged([a, b], 2, {"n": 1, "s": "x"})
+
+
 @contextlib.contextmanager
 def frozen(node):
     """`node` stopped (SIGSTOP) for the block, its connections open and unread; continued after."""

@@ -53,8 +53,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         var payload: [UInt8]?
         /// The idempotency key of the request the event answers (see `answer(_:withEventOf:)`).
         var answeredKey: AnsweredKey?
-        /// The answer to that key, where it is more than `{"version":N}` (a request of several events).
-        var answeredBody: [UInt8]?
+        /// The answer to that key, where it is more than `{"version":N}` (a request of several events,
+        /// answered by its last): its members, whose version is set to the entry's as it is appended.
+        var answeredMembers: JSON.Object?
         /// The request of several events this one came in, if any (see `markBatch`).
         var batch: BatchMark?
         /// Fired by a middleware or an observer (`Core.isApplyingReaction`): not applied again with
@@ -251,10 +252,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
 
     /// Takes `key` as answered by the event the core applied at `version`, under the same terms as
     /// `record(_:asEventOf:)`: the answer is written with the event, by the append that carries it.
-    func answer(_ key: AnsweredKey, withEventOf version: UInt64, body: [UInt8]? = nil) {
+    func answer(_ key: AnsweredKey, withEventOf version: UInt64, members: JSON.Object? = nil) {
         guard log != nil, let index = progress.pending.lastIndex(where: { $0.version == version }) else { return }
         progress.pending[index].answeredKey = key
-        progress.pending[index].answeredBody = body
+        progress.pending[index].answeredMembers = members
     }
 
     /// Takes the events the core applied at `versions` as one request's, posted at `postedIndices`
@@ -365,8 +366,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         // A cluster's keys go to Redis beside the records (the journal's are in them).
         let answers = shared == nil ? [] : batch.compactMap { entry in
             entry.answeredKey.map { key in
-                IdempotencyAnswer(key: key.key, entry: .answered(fingerprint: key.fingerprint, status: HTTPStatus.ok.code,
-                                                                 body: EventPath<StateType>.withVersionBody(entry.version) { Array($0) }),
+                IdempotencyAnswer(key: key.key, entry: .answered(fingerprint: key.fingerprint, status: HTTPStatus.ok.code, body: Self.answeredBody(entry)),
                                   milliseconds: key.milliseconds)
             }
         }
@@ -382,7 +382,14 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     private func journaledAnswers(_ entry: Entry) -> [JournaledAnswer] {
         guard shared == nil, let key = entry.answeredKey else { return [] }
         return [JournaledAnswer(version: entry.version, expiresAt: JournaledAnswer.now() + key.milliseconds, fingerprint: key.fingerprint,
-                                key: key.key, body: entry.answeredBody)]
+                                key: key.key, body: entry.answeredMembers == nil ? nil : Self.answeredBody(entry))]
+    }
+
+    /// The answer `entry` gives its request's key, at the version it is appended at.
+    private static func answeredBody(_ entry: Entry) -> [UInt8] {
+        guard var members = entry.answeredMembers else { return EventPath<StateType>.withVersionBody(entry.version) { Array($0) } }
+        members["version"] = .integer(Int64(entry.version))
+        return JSON.object(members).jsonBytes
     }
 
     /// Makes the next append wait a little for the clients just acknowledged: under load most of
@@ -690,7 +697,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     }
 
     /// The events of one request of several, applied again as one, all or none: each keeps its
-    /// record and its mark at its new version; the answer is the request's last version, or the
+    /// record, its mark and its key's answer at its new version; the answer is the request's last version, or the
     /// problem of the event now refused.
     private func applyAgain(batch: ArraySlice<Entry>) -> Outcome? {
         switch core.fireIfIdle(events: batch.map(\.event), mode: .allOrNothing, origin: nil) {
@@ -701,6 +708,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
                 for (index, entry) in zip(first..., batch) where index < progress.pending.endIndex {
                     progress.pending[index].payload = entry.payload
                     progress.pending[index].batch = entry.batch
+                    progress.pending[index].answeredKey = entry.answeredKey
+                    progress.pending[index].answeredMembers = entry.answeredMembers
                 }
             }
             return .success(outcome.version)

@@ -33,8 +33,8 @@ final class EventPath<StateType: HostedState> {
     /// `POST /events`' body: one event (a JSON object with a `"type"`) or an array of them, applied
     /// together (`mode`). `answer` gets `{"version": N}` once the event is published (for an array,
     /// with `"applied"`, and with `"rejected"` when pruned), or the problem. An idempotency key
-    /// (`answeredKey`) is answered by the append that carries the event: a cluster's for a single
-    /// event, the journal's for a single event or a request's last.
+    /// (`answeredKey`) is answered by the append that carries the event (a request's last), into a
+    /// cluster's Redis or the journal.
     func post(_ body: [UInt8], mode: BatchMode, origin: Principal?, answeredKey: CommitPipeline<StateType>.AnsweredKey? = nil,
               answer: @escaping (HTTPResponse) -> Void) {
         // The state's own reader, straight from the bytes: the body is then the event's own JSON,
@@ -149,10 +149,10 @@ final class EventPath<StateType: HostedState> {
                 if mode == .prune {
                     members["rejected"] = .array(rejected.map { JSON.object(["index": .integer(Int64($0.index)), "problem": $0.problem.json]) })
                 }
-                // The journal keeps the key with the last event (a cluster, whose batch may take
-                // other versions, keeps it in Redis once answered).
-                if let answeredKey, outcome.applied > 0, pipeline.shared == nil {
-                    pipeline.answer(answeredKey, withEventOf: outcome.version, body: JSON.object(members).jsonBytes)
+                // The key goes with the last event; its answer takes the version that event is
+                // appended at (in a cluster, perhaps another, after others appended first).
+                if let answeredKey, outcome.applied > 0 {
+                    pipeline.answer(answeredKey, withEventOf: outcome.version, members: members)
                 }
                 pipeline.whenPublished(outcome.version) { published in
                     switch published {

@@ -445,6 +445,34 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(answers, [IdempotencyAnswer(key: "k", entry: .answered(fingerprint: "f", status: 200, body: Array(#"{"version":2}"#.utf8)), milliseconds: 1_000)])
     }
 
+    /// A request of several events: its key's answer goes with its last event, at the version that
+    /// event is finally appended at, the same the client is answered with.
+    func testARequestsIdempotencyAnswerIsAppendedWithItsLastEventAtItsFinalVersion() {
+        let harness = harness()
+        let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000)
+        let answer: Answer = onLoop { finish in
+            harness.log.holding = true
+            let events: [any Event] = [Self.event(#"{"type":"set","path":"/a","value":1}"#), Self.increment]
+            guard case .success(let outcome)? = harness.core.fireIfIdle(events: events, mode: .allOrNothing, origin: nil) else {
+                return XCTFail("the batch applies here first")
+            }
+            harness.pipeline.markBatch(versions: 1...2, postedIndices: [0, 1])
+            harness.pipeline.answer(key, withEventOf: outcome.version, members: ["version": .integer(2), "applied": .integer(2)])
+            harness.pipeline.whenPublished(outcome.version) { outcome in
+                switch outcome {
+                case .success(let published): finish(.version(published))
+                case .failure(let problem): finish(.status(problem.status.code))
+                }
+            }
+            harness.log.appendAsAnotherServer([Self.increment])
+            harness.log.release()
+        }
+        XCTAssertEqual(answer, .version(3))
+        let answers: [IdempotencyAnswer] = onLoop { finish in finish(harness.log.answers) }
+        XCTAssertEqual(answers, [IdempotencyAnswer(key: "k", entry: .answered(fingerprint: "f", status: 200, body: Array(#"{"version":3,"applied":2}"#.utf8)),
+                                                   milliseconds: 1_000)])
+    }
+
     /// The events of one request, refused by the log because others appended first, are applied
     /// again as one: all of them, or, when one is refused now, none.
     func testARequestsEventsAreAppliedAgainAllOrNone() {
