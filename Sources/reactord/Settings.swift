@@ -130,8 +130,8 @@ struct Settings {
             configuration.resumeWindow = resumeWindow
         }
         if let idempotencyWindow {
-            guard idempotencyWindow > 0, idempotencyWindow <= Self.longestIdempotencyWindow else {
-                throw ConfigurationError("idempotency-window must be more than 0 and at most \(Int(Self.longestIdempotencyWindow)) seconds (a week)")
+            guard idempotencyWindow >= 1, idempotencyWindow <= Self.longestIdempotencyWindow else {
+                throw ConfigurationError("idempotency-window must be at least 1 and at most \(Int(Self.longestIdempotencyWindow)) seconds (a week)")
             }
             configuration.idempotencyWindow = idempotencyWindow
         }

@@ -191,6 +191,7 @@ def test_a_restart_remembers_as_many_keys_as_the_setting_says(reactord, tmp_path
         ({"maxHeaderBytes": 100}, "max-header-bytes"),
         ({"requestTimeout": 0}, "request-timeout"),
         ({"idempotencyWindow": 0}, "idempotency-window"),
+        ({"idempotencyWindow": 0.5}, "idempotency-window"),
         ({"idempotencyWindow": 604801}, "idempotency-window"),
         ({"idempotencyKeys": 0}, "idempotency-keys"),
         ({"idempotencyKeys": "many"}, "idempotencyKeys"),

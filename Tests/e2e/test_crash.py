@@ -199,12 +199,14 @@ def test_sigkill_during_snapshots_and_segment_rolls(reactord, tmp_path, capsys):
 
 
 @pytest.mark.time_limit(60)
-def test_a_request_of_several_events_survives_sigkill_whole_or_not_at_all(reactord, tmp_path, capsys):
+@pytest.mark.parametrize("extra", [(), ("--segment-bytes", "4096", "--snapshot-events", "40")], ids=["plain", "snapshots-and-rolls"])
+def test_a_request_of_several_events_survives_sigkill_whole_or_not_at_all(reactord, tmp_path, capsys, extra):
     """Requests of four events each with `--fsync always`, where each event is written and synced on
-    its own: kills land between a request's events, and recovery keeps each request all or none."""
+    its own: kills land between a request's events, and recovery keeps each request all or none;
+    also with small segments and frequent snapshots, so that kills land while they roll."""
     data_dir = tmp_path / "data"
     rng = random.Random(17)
-    flags = ("--data-dir", str(data_dir), "--fsync", "always", "--log-level", "notice")
+    flags = ("--data-dir", str(data_dir), "--fsync", "always", "--log-level", "notice", *extra)
     size, rounds = 4, 10
     sent: list[str] = []
     acked: set[str] = set()

@@ -51,7 +51,22 @@ public struct JournalRecovery: Sendable {
         report.answers = snapshot.answers
         var expected = snapshotVersion + 1
 
-        let segments = try directory.segmentVersions()
+        var segments = try directory.segmentVersions()
+        // A segment created, then cut by a crash before its header was whole, holds nothing. It goes
+        // before anything is read, so that the segment before it is read as the last: a crash while
+        // a segment begins can leave that one's end torn too (with `--fsync never`).
+        if let newest = segments.last {
+            let file = directory.segmentPath(firstVersion: newest)
+            var status = stat()
+            if stat(file, &status) == 0, Int(status.st_size) < JournalFormat.headerSize {
+                report.warnings.append("journal/\((file as NSString).lastPathComponent): a segment header cut short (\(status.st_size) bytes); \(repair ? "removed" : "to be removed")")
+                if repair {
+                    unlink(file)
+                    try directory.fsyncDirectory(directory.journalPath)
+                }
+                segments.removeLast()
+            }
+        }
         for (index, first) in segments.enumerated() {
             let isLast = index == segments.count - 1
             if !isLast && segments[index + 1] <= snapshotVersion + 1 {
@@ -67,15 +82,6 @@ public struct JournalRecovery: Sendable {
             switch bytes.withUnsafeBytes({ JournalFormat.parseHeaderAndFormat($0, kind: .segment) }) {
             case .success(let header):
                 (headerVersion, format) = header
-            case .failure(.short(let count)) where isLast:
-                // Created, then a crash before its header was whole: it holds nothing.
-                report.warnings.append("\(relative): a segment header cut short (\(count) bytes); \(repair ? "removed" : "to be removed")")
-                if repair {
-                    unlink(file)
-                    try directory.fsyncDirectory(directory.journalPath)
-                }
-                report.segments.removeLast()
-                continue
             case .failure(let error):
                 throw EventLogError(.damaged, "\(relative) at offset 0: \(error)")
             }

@@ -213,6 +213,22 @@ final class JournalWriterTests: XCTestCase {
         XCTAssertEqual(try fileSize(segment), unfinishedStart)
     }
 
+    func testASegmentCutBeforeItsHeaderWasWholeLeavesTheOneBeforeItLast() throws {
+        let directory = try newDirectory()
+        var first = JournalFormat.header(.segment, version: 1)
+        for record in records(1...1) + request(2...3) { JournalFormat.append(record, to: &first) }
+        // Its last record torn (unsynced with `--fsync never`), as the next segment was begun.
+        try directory.writeAtomically(Array(first.dropLast(3)), to: directory.segmentPath(firstVersion: 1))
+        try directory.writeAtomically(Array(JournalFormat.header(.segment, version: 4).prefix(7)), to: directory.segmentPath(firstVersion: 4))
+        let (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, [1])
+        XCTAssertEqual(report.warnings.count, 2, "\(report.warnings)")
+        XCTAssertTrue(report.warnings[0].contains("00000000000000000004.log: a segment header cut short (7 bytes); removed"), report.warnings[0])
+        XCTAssertNotNil(report.unfinishedRequest)
+        XCTAssertEqual(try directory.segmentVersions(), [1])
+        XCTAssertEqual(report.lastSegment?.firstVersion, 1)
+    }
+
     func testARequestThatDoesNotEndInItsSegmentWithSegmentsAfterItIsDamage() throws {
         let directory = try newDirectory()
         var first = JournalFormat.header(.segment, version: 1)
