@@ -16,7 +16,8 @@
 # Tunables (environment):
 #   DURATION=10s CONNECTIONS=50 THREADS=1 RUNS=3 WARMUP=2s   as in bench-http.sh
 #   WORKLOADS="increment set"        which workloads part 1 runs; also "keyed": the increment with
-#                                    an Idempotency-Key of its own per request (Benchmarks/http/post-keyed.lua)
+#                                    an Idempotency-Key of its own per request (Benchmarks/http/post-keyed.lua),
+#                                    and "array": requests of five events each (Benchmarks/http/post-array.lua)
 #   EVENTS=1000000 RECOVERY_RUNS=3   the recovery part (EVENTS=0 skips it)
 #   PIN=1 BUILD=1                    as in bench-http.sh
 #   PORT=18090                       ports PORT to PORT+5 on 127.0.0.1
@@ -114,11 +115,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "n/a" || b == 0 || a == "n/a
 
 fsync_groups=()
 for workload in $WORKLOADS; do
+    events_per_request=1
     case $workload in
         increment) script=Benchmarks/http/post-events.lua ;;
         set) script=Benchmarks/http/post-set.lua ;;
         keyed) script=Benchmarks/http/post-keyed.lua ;;
-        *) echo "bench-durability: a workload is increment, set or keyed, not $workload" >&2; exit 2 ;;
+        array) script=Benchmarks/http/post-array.lua; events_per_request=5 ;;
+        *) echo "bench-durability: a workload is increment, set, keyed or array, not $workload" >&2; exit 2 ;;
     esac
     echo
     echo "bench-durability: $workload, wrk -t$THREADS -c$CONNECTIONS -d$DURATION -s $script POST /events, $RUNS runs each, alternating"
@@ -135,8 +138,8 @@ for workload in $WORKLOADS; do
             [ -n "$rps" ] || { echo "bench-durability: wrk printed nothing; see $tmp/wrk.log" >&2; cat "$tmp/wrk.log" >&2; exit 1; }
             per_fsync=""
             case $name in
-                batch|default) per_fsync=$(awk -v r="$rps" -v d="$DURATION" -v a="$(( $(metric "$name" reactor_journal_append_seconds_count) - appends ))" \
-                    'BEGIN { sub("s", "", d); if (a > 0) printf "%.1f", r * d / a; else print "n/a" }') ;;
+                batch|default) per_fsync=$(awk -v r="$rps" -v d="$DURATION" -v e="$events_per_request" -v a="$(( $(metric "$name" reactor_journal_append_seconds_count) - appends ))" \
+                    'BEGIN { sub("s", "", d); if (a > 0) printf "%.1f", r * e * d / a; else print "n/a" }') ;;
                 always) per_fsync=1 ;;
             esac
             printf '%-4s %-8s %12s %8s %14s\n' "$run" "$name" "$rps" "$non2xx" "$per_fsync"

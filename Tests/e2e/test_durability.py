@@ -656,8 +656,8 @@ def test_a_request_of_several_events_is_kept_whole_or_not_at_all_across_a_crash(
     records = parse_file(segment).records
     assert [(record.version, record.continued) for record in records] == [(1, False), (2, True), (3, True), (4, False)]
     assert records[2].json() == batch[1]
-    # What `--fsync always` leaves when the process dies between the request's events (each is
-    # synced on its own): its first two records, and not its last, which carried the key's answer.
+    # What a crash leaves when it comes between the pieces of a write over 1 MiB, the request's
+    # records in both: its first two records, and not its last, which carried the key's answer.
     with open(segment, "r+b") as file:
         file.truncate(records[3].offset)
 

@@ -92,7 +92,8 @@ public struct EventLogError: Error, Sendable, CustomStringConvertible {
 
 /// When the journal calls fsync before it acknowledges events.
 public enum FsyncPolicy: String, Sendable, CaseIterable {
-    /// Each event is written and fsynced on its own before its acknowledgement.
+    /// Each request is written and fsynced on its own before its acknowledgement: an event, or the
+    /// events of a request of several together.
     case always
     /// Group commit: the events applied in one loop iteration are written and fsynced together
     /// (the next group gathers while an fsync runs), then acknowledged.

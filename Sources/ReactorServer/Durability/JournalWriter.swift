@@ -70,11 +70,16 @@ final class JournalWriter: @unchecked Sendable {
             // the group's start, so none of its records, synced or not, outlives its refusal.
             var end = size
             if policy == .always {
+                // Each request on its own: an event, or the events of a request of several together
+                // (they are acknowledged together, and recovery keeps them all or none).
+                var bytes: [UInt8] = []
                 for record in records {
-                    var bytes: [UInt8] = []
                     JournalFormat.append(record, to: &bytes)
+                    if record.continued { continue }
                     end = try write(bytes, at: end, policy: policy)
+                    bytes.removeAll(keepingCapacity: true)
                 }
+                if !bytes.isEmpty { end = try write(bytes, at: end, policy: policy) }
             } else {
                 var bytes: [UInt8] = []
                 bytes.reserveCapacity(batchBytes)

@@ -179,8 +179,8 @@ final class JournalWriterTests: XCTestCase {
         let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: 1)
         XCTAssertEqual(try writer.append(records(1...2) + request(3...4), policy: .always).get(), [])
         let requestStart = JournalFormat.headerSize + records(1...2).reduce(0) { $0 + JournalFormat.encodedSize($1) }
-        // What `--fsync always` leaves when the process dies between a request's events: the first
-        // ones synced, the last never written.
+        // What a crash between the pieces of a request's write leaves (a group over 1 MiB is
+        // written and synced a megabyte at a time): its first records synced, the last never written.
         XCTAssertEqual(try writer.append(Array(request(5...7).prefix(2)), policy: .always).get(), [])
         writer.close()
         var (versions, report) = try recover(directory)
@@ -227,6 +227,21 @@ final class JournalWriterTests: XCTestCase {
         XCTAssertNotNil(report.unfinishedRequest)
         XCTAssertEqual(try directory.segmentVersions(), [1])
         XCTAssertEqual(report.lastSegment?.firstVersion, 1)
+    }
+
+    func testAlwaysSyncsEachRequestOnItsOwnWithItsEventsTogether() throws {
+        let syncs = Locked(0)
+        var directory = try newDirectory()
+        directory.faults = { operation, _ in
+            if operation == .fsync { syncs.withLock { $0 += 1 } }
+            return nil
+        }
+        let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: 1)
+        syncs.withLock { $0 = 0 }
+        XCTAssertEqual(try writer.append(records(1...1) + request(2...4) + records(5...5), policy: .always).get(), [])
+        XCTAssertEqual(syncs.withLock { $0 }, 3, "an event, a request of three, an event")
+        writer.close()
+        XCTAssertEqual(try recover(directory).versions, [1, 2, 3, 4, 5])
     }
 
     func testARequestThatDoesNotEndInItsSegmentWithSegmentsAfterItIsDamage() throws {
