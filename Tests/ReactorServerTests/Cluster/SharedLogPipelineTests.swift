@@ -181,6 +181,14 @@ final class SharedLogPipelineTests: XCTestCase {
     enum Answer: Equatable, Sendable {
         case version(UInt64)
         case status(Int)
+
+        /// What a client waiting on its event is told.
+        init(_ outcome: CommitPipeline<JSONDocument>.Outcome) {
+            switch outcome {
+            case .success(let published): self = .version(published)
+            case .failure(let problem): self = .status(problem.status.code)
+            }
+        }
     }
 
     private static func event(_ text: String) -> DocumentEvent {
@@ -405,12 +413,7 @@ final class SharedLogPipelineTests: XCTestCase {
             let applied = harness.core.fireIfIdle(event: Self.increment, origin: nil)
             guard case .success(let version)? = applied else { return XCTFail("the increment applies here first") }
             harness.pipeline.record(Array(wireForm.utf8), asEventOf: version)
-            harness.pipeline.whenPublished(version) { outcome in
-                switch outcome {
-                case .success(let published): finish(.version(published))
-                case .failure(let problem): finish(.status(problem.status.code))
-                }
-            }
+            harness.pipeline.whenPublished(version) { finish(Answer($0)) }
             harness.log.appendAsAnotherServer([Self.event(#"{"type":"set","path":"/n","value":5}"#)])
             harness.log.release()
         }
@@ -431,18 +434,22 @@ final class SharedLogPipelineTests: XCTestCase {
             let applied = harness.core.fireIfIdle(event: Self.increment, origin: nil)
             guard case .success(let version)? = applied else { return XCTFail("the increment applies here first") }
             harness.pipeline.answer(key, withEventOf: version)
-            harness.pipeline.whenPublished(version) { outcome in
-                switch outcome {
-                case .success(let published): finish(.version(published))
-                case .failure(let problem): finish(.status(problem.status.code))
-                }
-            }
+            harness.pipeline.whenPublished(version) { finish(Answer($0)) }
             harness.log.appendAsAnotherServer([Self.increment])
             harness.log.release()
         }
         XCTAssertEqual(answer, .version(2))
         let answers: [IdempotencyAnswer] = onLoop { finish in finish(harness.log.answers) }
         XCTAssertEqual(answers, [IdempotencyAnswer(key: "k", entry: .answered(fingerprint: "f", status: 200, body: Array(#"{"version":2}"#.utf8)), milliseconds: 1_000)])
+    }
+
+    /// Applies a request of two events, `set /a` and an increment, as `EventPath` does one posted
+    /// to a fresh server (versions 1 and 2, marked as one request); its last version, if applied.
+    private static func fireRequestOfTwo(_ harness: Harness) -> UInt64? {
+        let events: [any Event] = [event(#"{"type":"set","path":"/a","value":1}"#), increment]
+        guard case .success(let outcome)? = harness.core.fireIfIdle(events: events, mode: .allOrNothing, origin: nil) else { return nil }
+        harness.pipeline.markBatch(versions: 1...2, postedIndices: [0, 1])
+        return outcome.version
     }
 
     /// A request of several events: its key's answer goes with its last event, at the version that
@@ -452,18 +459,9 @@ final class SharedLogPipelineTests: XCTestCase {
         let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000)
         let answer: Answer = onLoop { finish in
             harness.log.holding = true
-            let events: [any Event] = [Self.event(#"{"type":"set","path":"/a","value":1}"#), Self.increment]
-            guard case .success(let outcome)? = harness.core.fireIfIdle(events: events, mode: .allOrNothing, origin: nil) else {
-                return XCTFail("the batch applies here first")
-            }
-            harness.pipeline.markBatch(versions: 1...2, postedIndices: [0, 1])
-            harness.pipeline.answer(key, withEventOf: outcome.version, members: ["version": .integer(2), "applied": .integer(2)])
-            harness.pipeline.whenPublished(outcome.version) { outcome in
-                switch outcome {
-                case .success(let published): finish(.version(published))
-                case .failure(let problem): finish(.status(problem.status.code))
-                }
-            }
+            guard let version = Self.fireRequestOfTwo(harness) else { return XCTFail("the request applies here first") }
+            harness.pipeline.answer(key, withEventOf: version, members: ["version": .integer(2), "applied": .integer(2)])
+            harness.pipeline.whenPublished(version) { finish(Answer($0)) }
             harness.log.appendAsAnotherServer([Self.increment])
             harness.log.release()
         }
@@ -481,17 +479,8 @@ final class SharedLogPipelineTests: XCTestCase {
             let harness = harness()
             let answer: Answer = onLoop { finish in
                 harness.log.holding = true
-                let events: [any Event] = [Self.event(#"{"type":"set","path":"/a","value":1}"#), Self.increment]
-                guard case .success(let outcome)? = harness.core.fireIfIdle(events: events, mode: .allOrNothing, origin: nil) else {
-                    return XCTFail("the batch applies here first")
-                }
-                harness.pipeline.markBatch(versions: 1...2, postedIndices: [0, 1])
-                harness.pipeline.whenPublished(outcome.version) { outcome in
-                    switch outcome {
-                    case .success(let published): finish(.version(published))
-                    case .failure(let problem): finish(.status(problem.status.code))
-                    }
-                }
+                guard let version = Self.fireRequestOfTwo(harness) else { return XCTFail("the request applies here first") }
+                harness.pipeline.whenPublished(version) { finish(Answer($0)) }
                 harness.log.appendAsAnotherServer([Self.event(others)])
                 harness.log.release()
             }
