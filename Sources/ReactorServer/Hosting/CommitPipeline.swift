@@ -697,8 +697,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     }
 
     /// The events of one request of several, applied again as one, all or none: each keeps its
-    /// record, its mark and its key's answer at its new version; the answer is the request's last version, or the
-    /// problem of the event now refused.
+    /// record, its mark and its key's answer at its new version; the answer is the request's last
+    /// version, or the problem of the event now refused.
     private func applyAgain(batch: ArraySlice<Entry>) -> Outcome? {
         switch core.fireIfIdle(events: batch.map(\.event), mode: .allOrNothing, origin: nil) {
         case .success(let outcome)?:
