@@ -149,13 +149,12 @@ def keyed_increment(server, key: str):
 
 @pytest.mark.parametrize("layer", ["flag", "environment", "file"])
 def test_the_idempotency_window_and_key_count_are_settings(reactord, tmp_path, layer):
-    values = {"flag": ["--idempotency-window", "1", "--idempotency-keys", "2"]}
     if layer == "environment":
-        server = reactord(env={"REACTORD_IDEMPOTENCY_WINDOW": "1", "REACTORD_IDEMPOTENCY_KEYS": "2"})
+        server = reactord(env={"REACTORD_IDEMPOTENCY_WINDOW": "2", "REACTORD_IDEMPOTENCY_KEYS": "2"})
     elif layer == "file":
-        server = reactord("--config", write_config(tmp_path, {"idempotencyWindow": 1, "idempotencyKeys": 2}))
+        server = reactord("--config", write_config(tmp_path, {"idempotencyWindow": 2, "idempotencyKeys": 2}))
     else:
-        server = reactord(*values["flag"])
+        server = reactord("--idempotency-window", "2", "--idempotency-keys", "2")
     # Two keys are remembered; a third makes the oldest forgotten, and its retry applies again.
     assert keyed_increment(server, "a") == (1, None)
     assert keyed_increment(server, "b") == (2, None)
@@ -163,8 +162,8 @@ def test_the_idempotency_window_and_key_count_are_settings(reactord, tmp_path, l
     assert keyed_increment(server, "c") == (3, None)
     assert keyed_increment(server, "b") == (2, "true")
     assert keyed_increment(server, "a") == (4, None)
-    # A second on, every key has expired.
-    time.sleep(1.2)
+    # Two seconds on, every key has expired.
+    time.sleep(2.2)
     assert keyed_increment(server, "c") == (5, None)
 
 
