@@ -9,7 +9,7 @@
 #    object at one of 64 keys (Benchmarks/http/post-set.lua). Runs alternate (default, batch,
 #    always, never, memory, nginx, default, ...) so a noisy moment hits all alike; the table gives
 #    the medians, their ratios to the server without a journal and to nginx, and for --fsync batch
-#    the events per fsync (one group commit each; --fsync always syncs every event).
+#    the events per fsync (one group commit each; --fsync always syncs every request).
 # 2. Start-up time on a journal of EVENTS events (made with reactord import), then on the same
 #    state after reactord compact (one snapshot, no journal); medians of RECOVERY_RUNS.
 #
@@ -140,7 +140,7 @@ for workload in $WORKLOADS; do
             case $name in
                 batch|default) per_fsync=$(awk -v r="$rps" -v d="$DURATION" -v e="$events_per_request" -v a="$(( $(metric "$name" reactor_journal_append_seconds_count) - appends ))" \
                     'BEGIN { sub("s", "", d); if (a > 0) printf "%.1f", r * e * d / a; else print "n/a" }') ;;
-                always) per_fsync=1 ;;
+                always) per_fsync=$events_per_request ;;
             esac
             printf '%-4s %-8s %12s %8s %14s\n' "$run" "$name" "$rps" "$non2xx" "$per_fsync"
             results+=("$name $rps")

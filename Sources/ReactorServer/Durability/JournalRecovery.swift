@@ -5,9 +5,9 @@ import Foundation
 ///
 /// A torn final record (what a crash in the middle of a write leaves) is cut off, with a warning
 /// naming the file and offset, when `repair` is on; damage anywhere else is an error naming the file
-/// and offset, and nothing is changed. So are the records at the end of the journal that began a
-/// request of several events whose last record never reached the disk (`LogRecord.continued`): a
-/// request's events are kept all or none, as they were answered.
+/// and offset, and nothing is changed. The records at the end of the journal that began a request
+/// of several events whose last record never reached the disk (`LogRecord.continued`) are cut off
+/// too: a request's events are kept all or none, as they were answered.
 public struct JournalRecovery: Sendable {
     public struct Report: Sendable {
         public var snapshotVersion: UInt64 = 0
