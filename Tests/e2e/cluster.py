@@ -19,6 +19,7 @@ redis-server that does not stop on SIGTERM is killed.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -350,6 +351,51 @@ class Cluster:
 
     def meta(self):
         return self.redis.meta(self.key)
+
+
+class HoldingProxy:
+    """A TCP proxy to Redis on 127.0.0.1 that holds back, once, the first write towards Redis
+    containing every one of `markers` for `seconds`, then passes it on: a command delayed on
+    its way (a slow network, a stalled sender), with the connection kept."""
+
+    def __init__(self, target_port: int, markers: tuple[bytes, ...], seconds: float):
+        self.target_port = target_port
+        self.markers = markers
+        self.seconds = seconds
+        self.held = threading.Event()
+        self.listener = socket.create_server((HOST, 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+                upstream = socket.create_connection((HOST, self.target_port))
+            except OSError:
+                return
+            self.sockets += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, destination: socket.socket, towards_redis: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if towards_redis and not self.held.is_set() and all(marker in data for marker in self.markers):
+                    self.held.set()
+                    time.sleep(self.seconds)
+                destination.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                destination.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        for sock in [self.listener, *self.sockets]:
+            with contextlib.suppress(OSError):
+                sock.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import collections
 import contextlib
 import json
 import re
+import shutil
 import signal
 import textwrap
 import threading
@@ -41,6 +42,7 @@ from websockets.exceptions import ConnectionClosed
 from cluster import (
     Cluster,
     Firer,
+    HoldingProxy,
     RedisServer,
     assert_contiguous_stream,
     assert_converged,
@@ -56,7 +58,7 @@ from cluster import (
     stream_versions,
     wait_for_version,
 )
-from conftest import REPO, assert_problem, post_events, request, run_reactord, wait_until
+from conftest import HOST, REPO, assert_problem, post_events, request, run_reactord, wait_until
 from journal import all_history
 from sse import CurlStream, finished_stream
 from subscriptions import apply_patch, assert_resumes, assert_same_json, assert_silent, next_json, subscribe
@@ -510,6 +512,122 @@ def test_redis_restarted_empty_is_noticed_and_writes_are_refused_not_a_new_histo
         assert not pushed, f"the subscriber on B was shown another history: {pushed[:3]}"
 
 
+@contextlib.contextmanager
+def frozen(node):
+    """The node stopped (SIGSTOP) in the block, and thawed after it whatever happens."""
+    node.process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        node.process.send_signal(signal.SIGCONT)
+
+
+def assert_refuses_another_history(node, state, version: int, ws) -> None:
+    """`node`, thawed in front of a Redis holding another history, says so, refuses writes, stays
+    unready, keeps its own state, and pushes nothing of the other history to its subscriber."""
+    deadline = time.monotonic() + RECOVERY_DEADLINE
+    while True:
+        answer = request(node, "POST", "/events", body=INCREMENT, timeout=REDIS_TIMEOUT + SLACK + 2)
+        assert answer.status == 503, f"node {node.name} took a write on another history: {answer}"
+        if re.search(r"epoch|histor", problem_of(answer)["detail"], re.IGNORECASE):
+            break
+        assert time.monotonic() < deadline, f"node {node.name} never said the history was not its own: {problem_of(answer)}"
+        time.sleep(0.1)
+    assert request(node, "GET", "/readyz").status != 200
+    assert state_and_version(node) == (state, version), f"node {node.name} applied another history"
+    pushed = [m for m in drain(ws) if m.get("type") in ("snapshot", "patch", "state")]
+    assert not pushed, f"node {node.name}'s subscriber was shown another history: {pushed[:3]}"
+
+
+@pytest.mark.time_limit(60)
+def test_a_node_away_while_redis_restarted_empty_and_a_new_cluster_began_applies_none_of_it(cluster):
+    """A node frozen while Redis restarts empty and another node creates a new cluster under the
+    same key: thawed, it reconnects to a stream whose head is past its version. It checks the epoch
+    before its tail reads anything, so it applies none of the new cluster's events."""
+    a = cluster.node("a", "--redis-timeout", str(REDIS_TIMEOUT))
+    for i in range(5):
+        fire(a, {"type": "append", "path": "/old", "value": i})
+    state, _ = state_and_version(a)
+    with subscribe(a) as ws:
+        assert next_json(ws) == {"type": "snapshot", "version": 5, "state": state}
+        with frozen(a):
+            cluster.redis.stop(signal.SIGKILL)
+            cluster.redis.start(empty=True)
+            b = cluster.node("b")
+            for i in range(10):
+                fire(b, {"type": "append", "path": "/new", "value": i})
+        assert_refuses_another_history(a, state, 5, ws)
+    assert state_and_version(b)[1] == 10
+
+
+@pytest.mark.time_limit(90)
+def test_a_node_away_while_redis_went_back_and_others_appended_refuses_writes(cluster, tmp_path):
+    """Redis comes back from an older copy of its data (the same epoch, two acknowledged events
+    fewer: a failover to a replica that lacked them) while a node is away, and a new node appends
+    three events: the head is past the away node's version again, but the entry it knows at its
+    version is not there as it knew it. Thawed, it refuses writes rather than apply the others'
+    events on top of its own."""
+    a = cluster.node("a", "--redis-timeout", str(REDIS_TIMEOUT))
+    for i in range(8):
+        fire(a, {"type": "append", "path": "/l", "value": f"common {i}"})
+    cluster.redis.stop()
+    backup = tmp_path / "redis-backup"
+    shutil.copytree(cluster.redis.directory, backup)
+    cluster.redis.start()
+    deadline = time.monotonic() + RECOVERY_DEADLINE
+    for i in range(2):
+        write_until_acknowledged(a, f"/a{i}", deadline)
+    state, version = state_and_version(a)
+    assert version == 10, state
+    with subscribe(a) as ws:
+        assert next_json(ws) == {"type": "snapshot", "version": 10, "state": state}
+        with frozen(a):
+            cluster.redis.stop()
+            shutil.rmtree(cluster.redis.directory)
+            shutil.copytree(backup, cluster.redis.directory)
+            cluster.redis.start()
+            assert cluster.meta()["version"] == "8"
+            c = cluster.node("c")
+            for i in range(3):
+                fire(c, {"type": "append", "path": "/l", "value": f"from c {i}"})
+            assert state_and_version(c)[1] == 11
+        assert_refuses_another_history(a, state, 10, ws)
+
+
+@pytest.mark.time_limit(60)
+def test_a_redis_that_refuses_writes_makes_the_node_unready_until_it_takes_them_again(cluster):
+    """Connected, but out of memory (`maxmemory` reached): every append is refused, so the node is
+    not ready, and says why; once Redis takes writes again, it is ready and takes events."""
+    a = cluster.node("a")
+    assert fire(a, INCREMENT) == 1
+    cluster.redis.command("CONFIG", "SET", "maxmemory", "1")
+    try:
+        refused = post_events(a, INCREMENT)
+        assert refused.status == 503 and "OOM" in problem_of(refused)["detail"], refused
+        assert refused.header("Retry-After") is not None, refused
+        wait_until(lambda: request(a, "GET", "/readyz").status == 503, 5, message="the node turns unready")
+        assert "refusing this node's writes" in cluster_info(a)["redis"], cluster_info(a)
+        assert "OOM" in request(a, "GET", "/readyz").body.decode(), "/readyz names why"
+    finally:
+        cluster.redis.command("CONFIG", "SET", "maxmemory", "0")
+    wait_until(lambda: request(a, "GET", "/readyz").status == 200, 5, message="the node is ready again")
+    assert fire(a, INCREMENT) == 2
+
+
+def test_nodes_not_heard_from_for_an_hour_are_forgotten(cluster):
+    """The nodes hash does not grow with every name a node ever had (the default name holds the
+    process ID): a node gone an hour, or a field that is no time, goes at the next heartbeat."""
+    a = cluster.node("a")
+    nodes = f"reactor:{{{cluster.key}}}:nodes"
+    now_ms = int(time.time() * 1000)
+    cluster.redis.command("HSET", nodes, "gone", str(now_ms - 2 * 3600 * 1000), "garbage", "x", "recent", str(now_ms))
+    wait_until(lambda: cluster.redis.command("HEXISTS", nodes, "gone") == 0, 5, message="a node gone two hours is forgotten")
+    assert cluster.redis.command("HEXISTS", nodes, "garbage") == 0
+    assert cluster.redis.command("HEXISTS", nodes, "recent") == 1
+    assert cluster.redis.command("HEXISTS", nodes, "a") == 1
+    wait_until(lambda: "recent" in node_names(cluster_info(a)["nodes"]), 5, message="a recent peer is listed")
+
+
 # ---------------------------------------------------------------------------------------------
 # Idempotency and rejections across nodes
 
@@ -558,6 +676,35 @@ def test_an_idempotency_key_applies_once_whichever_nodes_the_retries_reach(clust
 
 
 @pytest.mark.time_limit(60)
+@pytest.mark.time_limit(60)
+def test_a_keyed_append_delayed_past_a_short_window_still_applies_once(cluster):
+    """A keyed request's append held 4 s on its way to Redis, with a window of 2 s and a Redis
+    timeout of 10 s: the key's claim outlives any append the node still waits on (twice its
+    timeout), so retries on another node meanwhile get 409, never apply the request a second
+    time, and once the append lands they get its answer. Before, the claim lasted the window
+    and the retry at 2.5 s applied the increment again."""
+    proxy = HoldingProxy(cluster.redis.port, (b"EVALSHA", b":idem:", b":log"), seconds=4)
+    try:
+        a = cluster._reactord("--redis", f"redis://{HOST}:{proxy.port}", "--redis-key", cluster.key, "--node-name", "a",
+                              "--redis-timeout", "10", "--idempotency-window", "2")
+        wait_until(lambda: request(a, "GET", "/readyz").status == 200, 10, message="node a connects through the proxy")
+        b = cluster.node("b", "--idempotency-window", "2")
+        first: dict = {}
+        sender = threading.Thread(target=lambda: first.update(answer=request(a, "POST", "/events", body=INCREMENT, headers={"Content-Type": "application/json", **keyed("held")}, timeout=30)), daemon=True)
+        sender.start()
+        assert proxy.held.wait(5), "the keyed append never went through the proxy"
+        for pause in (0.3, 2.2):
+            time.sleep(pause)
+            assert_problem(post_events(b, INCREMENT, headers=keyed("held")), 409, "idempotent-request-in-progress")
+        sender.join(20)
+        assert first["answer"].status == 200 and first["answer"].json() == {"version": 1}, first
+        retry = post_events(b, INCREMENT, headers=keyed("held"))
+        assert retry.status == 200 and retry.json() == {"version": 1} and retry.header("Idempotent-Replayed") == "true", retry
+        assert_converged([a, b], 1, {"n": 1})
+    finally:
+        proxy.close()
+
+
 def test_an_event_refused_by_the_caught_up_state_answers_422_not_5xx(cluster):
     a, b = cluster.nodes("a", "b")
     rounds = 15

@@ -10,7 +10,8 @@
 ///   of the newest snapshot; the stream holds the entries after the one before it), and while a
 ///   node holds a claim on the next append, `claim` (its name) and `claimedAt` (ms);
 /// - `reactor:{shop}:snapshot`, a hash: `version` and `state` (the state's JSON);
-/// - `reactor:{shop}:nodes`, a hash: each node's name and when it last said it was alive (ms).
+/// - `reactor:{shop}:nodes`, a hash: each node's name and when it last said it was alive (ms, by
+///   Redis's clock), for an hour after it last did.
 /// The braces make every key of a cluster hash to one Redis Cluster slot.
 public struct ClusterKeys: Sendable {
     public let log: String
@@ -87,6 +88,33 @@ public enum ClusterScripts {
     /// How long a claim on the next append holds if its node does not append (it died, or the state
     /// refused all its events once the others' were applied).
     public static let claimMilliseconds = 50
+
+    /// The heartbeat: says a node is alive, forgets the nodes not heard from for a while, and reads
+    /// the cluster's meta. A script, so that a Redis refusing this node's writes (out of memory, a
+    /// read-only replica, an ACL without `EVALSHA`) is found within a beat, as an append would find
+    /// it. KEYS: meta, nodes. ARGV: the node's name, how long a silent node is remembered (ms).
+    /// Answers `{meta's fields, the nodes remembered and when each last beat (ms), Redis's time (ms)}`.
+    public static let heartbeat = """
+        local time = redis.call('TIME')
+        local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        redis.call('HSET', KEYS[2], ARGV[1], now)
+        local nodes = redis.call('HGETALL', KEYS[2])
+        local remembered = {}
+        for i = 1, #nodes, 2 do
+          local seen = tonumber(nodes[i + 1])
+          if seen and now - seen <= tonumber(ARGV[2]) then
+            remembered[#remembered + 1] = nodes[i]
+            remembered[#remembered + 1] = nodes[i + 1]
+          else
+            redis.call('HDEL', KEYS[2], nodes[i])
+          end
+        end
+        return {redis.call('HGETALL', KEYS[1]), remembered, now}
+        """
+
+    /// How long a node that stopped beating stays in the nodes hash: past it, it is forgotten, so
+    /// that nodes named anew at each start (the default name holds the process ID) do not pile up.
+    public static let forgetNodesAfterMilliseconds: UInt64 = 3_600_000
 
     /// Claims an idempotency key. KEYS: the key. ARGV: the in-flight entry, its lifetime in ms.
     /// Answers the entry kept already, or nil having claimed the key.

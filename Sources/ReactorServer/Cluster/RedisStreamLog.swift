@@ -9,9 +9,12 @@ import Logging
 /// Two connections, both on the loop thread: one for commands (appends, reads, snapshots, the
 /// heartbeat), pipelined; one that does nothing but wait on `XREAD BLOCK` for what the others
 /// append. A connection that closes, or that Redis leaves unanswered past the timeout, is opened
-/// again after a pause; meanwhile appends fail at once as `.unavailable`. A Redis whose epoch is not
-/// the one this server started with has lost (or replaced) the history: from then on every append
-/// fails as `.diverged`, and nothing it holds is handed over.
+/// again after a pause; meanwhile appends fail at once as `.unavailable`. On every connection,
+/// before the tail reads anything, the server checks that Redis still holds the history it applied:
+/// the epoch it started with, and the newest entry it knows, as it knew it. A Redis that lost (or
+/// replaced) that history, whether empty, restored from an older backup or a replica that lacked
+/// the last appends, with other nodes appending since: from then on every append fails as
+/// `.diverged`, and nothing it holds is handed over.
 public final class RedisStreamLog: SharedEventLog {
     public struct Options: Sendable {
         public var host: String
@@ -60,6 +63,14 @@ public final class RedisStreamLog: SharedEventLog {
     public private(set) var lostHistory: String?
     /// The other nodes that said they were alive, and when (ms since 1970).
     public private(set) var peers: [String: UInt64] = [:]
+    /// Why Redis refuses this node's writes (out of memory, a read-only replica, an ACL), while it
+    /// does: the node is not ready, though connected. Cleared by the next append or heartbeat Redis takes.
+    private var writesRefused: String?
+    /// The newest entry this node knows the stream holds: its own last append, or the last entry
+    /// its tail brought. Checked again on every connection (`checkHistory`).
+    private var knownEntry: StreamEntryFormat.Identity?
+    /// Whether the history was checked since the connections last opened.
+    private var historyChecked = false
     /// How many times a connection to Redis was opened again after it closed.
     public private(set) var reconnects: UInt64 = 0
     /// Appends answered `.behind`: another node got there first, or holds the next append.
@@ -84,6 +95,7 @@ public final class RedisStreamLog: SharedEventLog {
     private static let appendSHA = sha1Hex(ClusterScripts.append)
     private static let snapshotSHA = sha1Hex(ClusterScripts.saveSnapshot)
     private static let claimSHA = sha1Hex(ClusterScripts.claimIdempotencyKey)
+    private static let heartbeatSHA = sha1Hex(ClusterScripts.heartbeat)
 
     /// A log over a cluster found (or created) by `ClusterBootstrap`, whose state this server has
     /// up to `version`, and whose stream held up to `head` when it joined.
@@ -107,18 +119,21 @@ public final class RedisStreamLog: SharedEventLog {
         self.heartbeat = heartbeat
     }
 
-    /// Both connections open, and Redis answered on each: a frozen Redis still accepts connections.
-    public var isConnected: Bool { commandsAnswered && tailAnswered && commands?.isConnected == true && tail?.isConnected == true }
+    /// Both connections open, Redis answered on each (a frozen Redis still accepts connections), and
+    /// the history it holds checked.
+    public var isConnected: Bool {
+        commandsAnswered && tailAnswered && historyChecked && commands?.isConnected == true && tail?.isConnected == true
+    }
     private var commandsAnswered = false
     /// Why Redis last refused this node's credentials, logged once until it connects.
     private var refusal: String?
     private var tailAnswered = false
 
-    public var isReachable: Bool { isConnected && lostHistory == nil }
+    public var isReachable: Bool { isConnected && lostHistory == nil && writesRefused == nil }
 
     public var status: SharedLogStatus {
-        SharedLogStatus(node: options.node, head: lastVersion, connection: connectionState, peers: peers,
-                        lostHistory: lostHistory, conflicts: conflicts, reconnects: reconnects)
+        SharedLogStatus(node: options.node, head: lastVersion, connection: writesRefused.map { "refusing this node's writes: \($0)" } ?? connectionState,
+                        peers: peers, lostHistory: lostHistory, conflicts: conflicts, reconnects: reconnects)
     }
 
     // MARK: Connections
@@ -145,7 +160,6 @@ public final class RedisStreamLog: SharedEventLog {
                                            guard reply.string == "PONG" else { return refused(reply) }
                                            tailAnswered = true
                                            connected()
-                                           readTail()
                                        }
                                    },
                                    onClosed: { [unowned self] reason in lost(reason) })
@@ -176,12 +190,51 @@ public final class RedisStreamLog: SharedEventLog {
              pauseMilliseconds: 1_000)
     }
 
+    /// Both connections answered: once the history Redis holds is checked, the node is connected,
+    /// and its tail reads on.
     private func connected() {
-        guard isConnected else { return }
-        refusal = nil
-        connectionState = "connected"
-        logger.notice("connected to Redis", metadata: ["redis": "\(options.host):\(options.port)", "cluster": "\(options.cluster)"])
-        beat()
+        guard commandsAnswered, tailAnswered, !historyChecked else { return }
+        checkHistory { [unowned self] in
+            historyChecked = true
+            refusal = nil
+            connectionState = "connected"
+            logger.notice("connected to Redis", metadata: ["redis": "\(options.host):\(options.port)", "cluster": "\(options.cluster)"])
+            beat()
+            readTail()
+        }
+    }
+
+    /// Checks that Redis holds the history this node applied, then calls `proceed` (also when it
+    /// does not: the node then refuses writes and its tail reads nothing). The epoch must be this
+    /// node's, the head no lower than what it applied, and the newest entry it knows still there as
+    /// it knew it: a Redis that came back with less (a failover, an older backup) to which other
+    /// nodes appended since has the same epoch and a head as high, and another entry at that
+    /// version. An entry trimmed since, behind a snapshot, cannot be checked, and is taken as held.
+    private func checkHistory(then proceed: @escaping () -> Void) {
+        guard let commands else { return }
+        let applied = appliedVersion?() ?? 0
+        commands.send(RedisCommand.encode(["HMGET", keys.meta, "epoch", "version"])) { [unowned self] reply in
+            guard let fields = reply.elements, fields.count == 2 else { return }  // refused or unanswered: the close comes back to `lost`
+            let current = fields[0].string
+            if current != epoch { historyLost(found: current); return proceed() }
+            let head = fields[1].integer ?? 0
+            if head < Int64(clamping: applied) { streamWentBack(to: UInt64(max(0, head)), applied: applied); return proceed() }
+            guard let known = knownEntry else { return proceed() }
+            let id = ClusterKeys.entryID(known.version)
+            commands.send(RedisCommand.encode(["XRANGE", keys.log, id, id])) { [unowned self] reply in
+                guard let entries = reply.elements else { return }
+                if let entry = entries.first {
+                    if StreamEntryFormat.Identity(entry: entry) != known { historyReplaced(at: known) }
+                    return proceed()
+                }
+                commands.send(RedisCommand.encode(["XRANGE", keys.log, "-", "+", "COUNT", "1"])) { [unowned self] reply in
+                    guard let entries = reply.elements else { return }
+                    let oldest = entries.first.flatMap(StreamEntryFormat.Identity.init(entry:))?.version
+                    if oldest.map({ $0 <= known.version }) ?? true { historyReplaced(at: known) }
+                    proceed()
+                }
+            }
+        }
     }
 
     /// One of the connections closed: both are opened again after a pause.
@@ -193,6 +246,7 @@ public final class RedisStreamLog: SharedEventLog {
         connectionState = reason.hasPrefix("unauthenticated") ? reason : "disconnected: \(reason)"
         commandsAnswered = false
         tailAnswered = false
+        historyChecked = false
         if !closed {
             // Set before the other connection is closed: its own close comes back here.
             let timer = LoopTimer(loop: loop) { [unowned self] in
@@ -225,6 +279,7 @@ public final class RedisStreamLog: SharedEventLog {
                 do throws(EventLogError) {
                     let records = try StreamEntryFormat.records(of: entries)
                     if let last = records.last {
+                        if let entry = entries.last.flatMap(StreamEntryFormat.Identity.init(entry:)) { know(entry) }
                         if lostHistory == nil { remember(records) }
                         tailCursor = max(tailCursor, last.version)
                         lastVersion = max(lastVersion, last.version)
@@ -236,6 +291,10 @@ public final class RedisStreamLog: SharedEventLog {
             }
             readTail()
         }
+    }
+
+    private func know(_ entry: StreamEntryFormat.Identity) {
+        if entry.version >= knownEntry?.version ?? 0 { knownEntry = entry }
     }
 
     private func remember(_ records: [LogRecord]) {
@@ -266,33 +325,51 @@ public final class RedisStreamLog: SharedEventLog {
 
     // MARK: The heartbeat
 
-    /// Says this node is alive, and reads the cluster's meta: its epoch (a changed one means Redis
-    /// lost the history), its head and its newest snapshot, and who else is alive.
+    /// Says this node is alive (`ClusterScripts.heartbeat`), and reads the cluster's meta: its epoch
+    /// (a changed one means Redis lost the history), its head and its newest snapshot, and who else
+    /// is alive. Whether Redis takes the script tells whether it takes this node's writes.
     private func beat() {
-        guard let commands, commands.isConnected else { return }
-        let now = UInt64(Date().timeIntervalSince1970 * 1_000)
-        commands.send(RedisCommand.encode(["HSET", keys.nodes, options.node, String(now)])) { _ in }
+        guard let commands, isConnected else { return }
         // What this node had applied when it asked: all of it came from Redis before the question,
         // so a head below it means Redis lost events. (What the tail brings meanwhile does not count.)
         let appliedWhenAsked = appliedVersion?() ?? 0
-        commands.send(RedisCommand.encode(["HGETALL", keys.meta])) { [weak self] reply in
-            guard let self, let fields = reply.fields else { return }
-            let current = fields["epoch"].map { String(decoding: $0, as: UTF8.self) }
+        let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.heartbeatSHA.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.nodes.utf8),
+                                    Array(options.node.utf8), Array(String(ClusterScripts.forgetNodesAfterMilliseconds).utf8)]
+        send(script: ClusterScripts.heartbeat, arguments: arguments, on: commands) { [weak self] reply in
+            guard let self else { return }
+            if case .error(let message) = reply { return refusesWrites(message) }
+            guard let parts = reply.elements, parts.count == 3, let meta = parts[0].fields, let nodes = parts[1].fields,
+                  let now = parts[2].integer else { return }
+            writesRefused = nil
+            let current = meta["epoch"].map { String(decoding: $0, as: UTF8.self) }
             if current != epoch { return historyLost(found: current) }
-            if let head = fields["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) {
+            if let head = meta["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) {
                 if head < appliedWhenAsked { return streamWentBack(to: head, applied: appliedWhenAsked) }
                 lastVersion = max(lastVersion, head)
             }
-            if let snapshot = fields["snapshot"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) { oldestVersion = snapshot }
-        }
-        commands.send(RedisCommand.encode(["HGETALL", keys.nodes])) { [weak self] reply in
-            guard let self, let fields = reply.fields else { return }
+            if let snapshot = meta["snapshot"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) { oldestVersion = snapshot }
             var peers: [String: UInt64] = [:]
-            for (node, seen) in fields where node != options.node {
-                if let seen = UInt64(String(decoding: seen, as: UTF8.self)), now < seen + 10_000 { peers[node] = seen }
+            for (node, seen) in nodes where node != options.node {
+                if let seen = UInt64(String(decoding: seen, as: UTF8.self)), UInt64(now) < seen + 10_000 { peers[node] = seen }
             }
             self.peers = peers
         }
+    }
+
+    /// Redis answered a write of this node's with an error: it is out of memory, a read-only
+    /// replica, or an ACL forbids the command. Every append would fail alike, so the node says it
+    /// is not ready until Redis takes one again.
+    private func refusesWrites(_ message: String) {
+        if writesRefused == nil { logger.error("Redis refuses this node's writes", metadata: ["reason": "\(message)"]) }
+        writesRefused = message
+    }
+
+    /// The same epoch and a head as high, but not the entry this node knows at its version: Redis
+    /// lost acknowledged events (a failover, an older backup) and other nodes appended since.
+    private func historyReplaced(at known: StreamEntryFormat.Identity) {
+        guard lostHistory == nil else { return }
+        lostHistory = "the shared log in Redis no longer holds the entry of version \(known.version) that this node applied: Redis lost events it had acknowledged (a failover to a replica that lacked them, or an older backup) and other nodes appended others since: a history this node does not share. This node refuses writes and keeps serving the state it has; see docs/cluster.md."
+        logger.critical("the cluster's stream in Redis holds another history", metadata: ["detail": "\(lostHistory!)"])
     }
 
     /// The same epoch, but a head below what this node applied: Redis lost acknowledged events (a
@@ -323,11 +400,12 @@ public final class RedisStreamLog: SharedEventLog {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
         let started = DispatchTime.now().uptimeNanoseconds
+        let group = StreamEntryFormat.group(records)
         var arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.appendSHA.utf8), Array(String(2 + answers.count).utf8),
                                     Array(keys.meta.utf8), Array(keys.log.utf8)]
         arguments += answers.map { Array(keys.idempotency($0.key).utf8) }
         arguments += [Array(String(first.version - 1).utf8), Array(epoch.utf8), Array(options.node.utf8),
-                      Array(String(records.count).utf8), StreamEntryFormat.group(records), Array(String(refusedInARow).utf8)]
+                      Array(String(records.count).utf8), group, Array(String(refusedInARow).utf8)]
         for answer in answers { arguments += [answer.entry.bytes, Array(String(answer.milliseconds).utf8)] }
         send(script: ClusterScripts.append, arguments: arguments, on: commands) { [weak self] reply in
             guard let self else { return }
@@ -336,7 +414,9 @@ public final class RedisStreamLog: SharedEventLog {
             switch (answer.first, answer.count == 2 ? answer[1] : nil) {
             case ("ok", let head?):
                 refusedInARow = 0
+                writesRefused = nil
                 lastVersion = UInt64(head) ?? lastVersion
+                know(StreamEntryFormat.Identity(version: lastVersion, node: Array(options.node.utf8), records: group))
                 statistics.bytesAppended += UInt64(records.reduce(0) { $0 + $1.payload.count })
                 confirmByReplicas(commands) { [weak self] confirmed in
                     guard let self else { return }
@@ -367,6 +447,7 @@ public final class RedisStreamLog: SharedEventLog {
                 if case .unanswered(let reason) = reply {
                     return completion(.failure(EventLogError(.indeterminate, "Redis did not answer the append (\(reason)), so it may hold it or not")))
                 }
+                if let message = reply.errorMessage { refusesWrites(message) }
                 completion(.failure(EventLogError(.unavailable, "Redis refused the append: \(reply.errorMessage ?? "\(reply)")")))
             }
         }
@@ -476,8 +557,13 @@ public final class RedisStreamLog: SharedEventLog {
         guard let commands, isConnected else {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
+        // The claim outlives any append of this request's that can still land: this node gives up
+        // on one after the timeout (and the bytes of one sent late are on their way a while yet).
+        // Expired sooner, a retry on another node would apply the request while its first append
+        // may still go in after it.
+        let lifetime = max(milliseconds, 2 * options.timeoutMilliseconds + 1_000)
         let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.claimSHA.utf8), Array("1".utf8), Array(keys.idempotency(key).utf8),
-                                    SharedIdempotencyEntry.inFlight(fingerprint: fingerprint).bytes, Array(String(milliseconds).utf8)]
+                                    SharedIdempotencyEntry.inFlight(fingerprint: fingerprint).bytes, Array(String(lifetime).utf8)]
         send(script: ClusterScripts.claimIdempotencyKey, arguments: arguments, on: commands) { reply in
             switch reply {
             case .null:

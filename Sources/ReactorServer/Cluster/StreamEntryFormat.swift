@@ -51,6 +51,30 @@ public enum StreamEntryFormat {
         return payloads.enumerated().map { LogRecord(version: first + UInt64($0.offset), payload: $0.element) }
     }
 
+    /// What tells one entry from another at the same version: the node that appended it and its
+    /// records' bytes, as Redis holds them. A node keeps its newest entry's, to check on every
+    /// connection that Redis still holds the history it applied (see `RedisStreamLog`).
+    public struct Identity: Equatable, Sendable {
+        public var version: UInt64
+        public var node: [UInt8]
+        public var records: [UInt8]
+
+        public init(version: UInt64, node: [UInt8], records: [UInt8]) {
+            self.version = version
+            self.node = node
+            self.records = records
+        }
+
+        /// The identity of an XRANGE or XREAD entry (`[id, [field, value, ...]]`); nil for one this
+        /// format does not write.
+        public init?(entry: RedisReply) {
+            guard let parts = entry.elements, parts.count == 2, let id = parts[0].string,
+                  let version = ClusterKeys.version(ofEntryID: id), let fields = parts[1].fields,
+                  let records = fields["g"] ?? fields["e"] else { return nil }
+            self.init(version: version, node: fields["n"] ?? [], records: records)
+        }
+    }
+
     /// The records of XRANGE or XREAD entries (`[id, [field, value, ...]]` each), in order; an
     /// entry that is not one this format writes fails them all, naming its ID. Only those after
     /// version `after`, and at most `limit` of them: entries past the limit are not decoded (an entry

@@ -27,6 +27,16 @@ final class StreamEntryFormatTests: XCTestCase {
         XCTAssertEqual(read.map(\.version), [38, 39, 40, 41])
     }
 
+    func testAnEntrysIdentityIsItsVersionNodeAndRecords() {
+        let entry = RedisReply.array([.bulk(Array("7-0".utf8)), .array([.bulk(Array("n".utf8)), .bulk(Array("a".utf8)),
+                                                                         .bulk(Array("g".utf8)), .bulk(Array("2 {}\n".utf8))])])
+        XCTAssertEqual(StreamEntryFormat.Identity(entry: entry), StreamEntryFormat.Identity(version: 7, node: Array("a".utf8), records: Array("2 {}\n".utf8)))
+        // The same records appended by another node, or others at that version: another entry.
+        XCTAssertNotEqual(StreamEntryFormat.Identity(entry: entry), StreamEntryFormat.Identity(version: 7, node: Array("b".utf8), records: Array("2 {}\n".utf8)))
+        XCTAssertNotEqual(StreamEntryFormat.Identity(entry: entry), StreamEntryFormat.Identity(version: 7, node: Array("a".utf8), records: Array("2 []\n".utf8)))
+        XCTAssertNil(StreamEntryFormat.Identity(entry: .array([.bulk(Array("7-1".utf8)), .array([])])))
+    }
+
     func testWhatGroupDoesNotWriteIsRefused() {
         let damaged: [String] = [
             "",                // no record
