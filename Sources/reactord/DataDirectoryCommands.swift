@@ -96,15 +96,20 @@ struct Export: ParsableCommand {
     var output: String?
 
     func run() throws {
+        // A file is written beside the output and renamed over it once whole: an export that fails
+        // (the directory in use, damaged, mistyped) leaves the previous one as it was.
+        let temporary = output.map { "\($0).partial-\(ProcessInfo.processInfo.processIdentifier)" }
         let handle: FileHandle
-        if let output {
-            guard FileManager.default.createFile(atPath: output, contents: nil), let file = FileHandle(forWritingAtPath: output) else {
-                throw CommandFailure("cannot create \(output)")
+        if let temporary {
+            guard FileManager.default.createFile(atPath: temporary, contents: nil), let file = FileHandle(forWritingAtPath: temporary) else {
+                throw CommandFailure("cannot create \(temporary)")
             }
             handle = file
         } else {
             handle = .standardOutput
         }
+        var finished = false
+        defer { if let temporary, !finished { unlink(temporary) } }
         var buffer: [UInt8] = []
         var writeError: (any Error)?
         do {
@@ -119,8 +124,12 @@ struct Export: ParsableCommand {
                 do { try handle.write(contentsOf: buffer) } catch { writeError = error }
             }
             if let writeError { throw CommandFailure("cannot write the export to \(output ?? "standard output"): \(writeError.localizedDescription)") }
-            if output != nil {
-                do { try handle.synchronize() } catch { throw CommandFailure("cannot sync \(output!): \(error.localizedDescription)") }
+            if let output, let temporary {
+                do { try handle.synchronize() } catch { throw CommandFailure("cannot sync \(temporary): \(error.localizedDescription)") }
+                guard rename(temporary, output) == 0 else {
+                    throw CommandFailure("cannot rename \(temporary) to \(output): \(String(cString: strerror(errno)))")
+                }
+                finished = true
                 FileHandle.standardError.write(Data("exported versions \(report.snapshotVersion) to \(report.lastVersion)\n".utf8))
             }
         } catch let error as EventLogError {

@@ -13,6 +13,7 @@ import http.client
 import json
 import random
 import resource
+import shutil
 import socket
 import subprocess
 import threading
@@ -990,6 +991,118 @@ def test_a_bad_export_is_refused_naming_the_line_and_leaves_no_journal(reactord,
     assert done.returncode == 0, text(done)
     server = start(reactord, target)
     assert state_and_version(server) == ({"a": 2, "l": ["x"]}, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input to the data directory and its tools: an error, never a crash
+
+
+def serve_exit(data_dir: Path, *, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """reactord on `data_dir`, expected to refuse to start: the finished process."""
+    return subprocess.run([REACTORD_BIN, "--port", "0", "--data-dir", str(data_dir)], stdin=subprocess.DEVNULL, capture_output=True,
+                          env=clean_environment(), timeout=10, cwd=cwd)
+
+
+def test_a_data_directory_of_one_character_serves_and_imports(reactord, tmp_path):
+    """`--data-dir d` (or `.`) once trapped in Foundation, finding the directory's parent."""
+    server = reactord("--data-dir", "d", cwd=tmp_path)
+    assert fire(server, {"type": "increment", "path": "/n"}) == 1
+    stop(server)
+    assert (tmp_path / "d" / "journal").is_dir()
+    exported = tmp_path / "export.jsonl"
+    exported.write_bytes(lines_text(good_export()))
+    done = subprocess.run([REACTORD_BIN, "import", "--data-dir", "q", str(exported)], capture_output=True, env=clean_environment(), timeout=20, cwd=tmp_path)
+    assert done.returncode == 0, text(done)
+    assert reactord_tool("check", "--data-dir", str(tmp_path / "q")).returncode == 0
+
+
+@pytest.mark.parametrize("case", ["segment-at-version-0", "record-at-the-highest-version", "snapshot-at-the-highest-version"])
+def test_crafted_versions_are_damage_named_by_check_and_start_not_a_crash(reactord, data_dir, case):
+    """Versions no writer makes (a segment from version 0, a record or a snapshot at 2^64 - 1)
+    once overflowed arithmetic, killing `check` and the server: they are damage, with the file."""
+    server = start(reactord, data_dir)
+    stop(server)
+    highest = 2**64 - 1
+    if case == "segment-at-version-0":
+        for first in segment_versions(data_dir):
+            segment_path(data_dir, first).unlink()
+        segment_path(data_dir, 0).write_bytes(encode_header(b"RJNL", 0))
+        named = "journal/00000000000000000000.log"
+    elif case == "record-at-the-highest-version":
+        segment_path(data_dir, 1).write_bytes(encode_header(b"RJNL", 1) + encode_record(highest, b'{"type":"increment","path":"/n"}'))
+        named = "journal/00000000000000000001.log"
+    else:
+        snapshot_path(data_dir, highest).write_bytes(encode_header(b"RSNP", highest) + encode_record(highest, b"{}"))
+        named = f"snapshots/{highest}.snapshot"
+    done = reactord_tool("check", "--data-dir", str(data_dir))
+    assert done.returncode == 1 and named in text(done), (done.returncode, text(done))
+    done = serve_exit(data_dir)
+    assert done.returncode == 1 and named in text(done), (done.returncode, text(done)[-2000:])
+
+
+def test_a_failed_export_leaves_the_previous_export_as_it_was(reactord, data_dir, tmp_path):
+    """`export -o` writes beside the file and renames it over it once whole: an export that fails
+    (the directory in use, here) does not empty last night's backup."""
+    server = start(reactord, data_dir)
+    fire(server, {"type": "increment", "path": "/n"})
+    backup = tmp_path / "backup.jsonl"
+    backup.write_bytes(b"the previous export\n")
+    done = reactord_tool("export", "--data-dir", str(data_dir), "-o", str(backup))
+    assert done.returncode == 1 and "in use" in text(done), text(done)
+    assert backup.read_bytes() == b"the previous export\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("backup")) == ["backup.jsonl"], "a partial file was left behind"
+    stop(server)
+    assert reactord_tool("export", "--data-dir", str(data_dir), "-o", str(backup)).returncode == 0
+    assert [json.loads(line)["version"] for line in backup.read_text().splitlines()] == [0, 1]
+
+
+def test_an_import_at_a_version_past_what_clients_read_exactly_is_refused(tmp_path):
+    """Versions reach clients as JSON integers: past 2^53 - 1 a JavaScript client misreads them,
+    and past 2^63 - 1 the export would not import again. The journal holds none beyond."""
+    exported = tmp_path / "high.jsonl"
+    exported.write_bytes(lines_text([{"version": 2**53, "state": {}}]))
+    done = reactord_tool("import", "--data-dir", str(tmp_path / "target"), str(exported))
+    assert done.returncode == 1 and "line 1" in text(done) and "highest" in text(done), text(done)
+    assert not (tmp_path / "target").exists()
+    exported.write_bytes(lines_text([{"version": 2**53 - 1, "state": {}}, {"version": 2**53, "event": {"type": "increment", "path": "/n"}}]))
+    done = reactord_tool("import", "--data-dir", str(tmp_path / "target"), str(exported))
+    assert done.returncode == 1 and "line 2" in text(done), text(done)
+
+
+def test_an_imported_event_with_a_carriage_return_inside_keeps_history_one_line_per_event(reactord, tmp_path):
+    """A CR inside an exported line (between its members) is not kept in the record's bytes:
+    records become lines of /history and of the next export."""
+    exported = tmp_path / "cr.jsonl"
+    exported.write_bytes(b'{"version":0,"state":{}}\n{"version":1,"event":{"type":"increment",\r"path":"/n"}}\n'
+                         b'{"version":2,"event":{"type":"increment","path":"/n"}}\n')
+    assert reactord_tool("import", "--data-dir", str(tmp_path / "target"), str(exported)).returncode == 0
+    server = start(reactord, tmp_path / "target")
+    answer = request(server, "GET", "/history?since=0")
+    assert answer.status == 200
+    lines = answer.body.decode().splitlines()
+    assert [json.loads(line)["version"] for line in lines] == [1, 2], answer.body
+
+
+def test_check_and_export_read_a_directory_they_cannot_write(reactord, data_dir, tmp_path):
+    """`check` verifies without changing anything, and so does `export`: a read-only copy (a
+    backup on a read-only mount) is read under a shared lock rather than refused."""
+    server = start(reactord, data_dir)
+    fire(server, {"type": "increment", "path": "/n"})
+    stop(server)
+    mount_point = tmp_path / "read-only"
+    mount_point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], capture_output=True, text=True)
+    assert done.returncode == 0, f"cannot mount a tmpfs ({done.stderr.strip()}): this test needs root"
+    try:
+        shutil.copytree(data_dir, mount_point / "data")
+        remount = subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], capture_output=True, text=True)
+        assert remount.returncode == 0, remount.stderr
+        done = reactord_tool("check", "--data-dir", str(mount_point / "data"))
+        assert done.returncode == 0, text(done)
+        done = reactord_tool("export", "--data-dir", str(mount_point / "data"))
+        assert done.returncode == 0 and b'"version":1' in done.stdout, text(done)
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def test_import_into_a_directory_that_holds_a_journal_is_refused(reactord, data_dir, tmp_path):

@@ -70,16 +70,18 @@ public struct DataDirectory: Sendable {
         try fsyncDirectory(path)
         // Its entry in its parent too, so that a power cut does not lose it; where the parent
         // cannot be opened (readable by others only), as before: the entry reaches the disk in time.
-        let parent = (path as NSString).deletingLastPathComponent
-        try? fsyncDirectory(parent.isEmpty ? "." : parent)
+        try? fsyncDirectory(Self.parent(of: path))
     }
 
-    /// Takes the directory's lock for this process; fails if another process holds it.
-    func lock() throws(EventLogError) -> Int32 {
+    /// Takes the directory's lock for this process; fails if another process holds it. `readOnly`
+    /// (check, export) takes it shared, and needs no write access to the directory: a read-only
+    /// backup can be checked, while a server's lock still keeps it out.
+    func lock(readOnly: Bool = false) throws(EventLogError) -> Int32 {
         let lockPath = path + "/LOCK"
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        var fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if fd < 0 && readOnly && (errno == EACCES || errno == EROFS) { fd = open(lockPath, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { throw Self.error("cannot open", lockPath) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        guard flock(fd, (readOnly ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 else {
             let code = errno
             close(fd)
             if code == EWOULDBLOCK {
@@ -215,7 +217,17 @@ public struct DataDirectory: Sendable {
             unlink(temporary)
             throw failure
         }
-        try fsyncDirectory((file as NSString).deletingLastPathComponent)
+        try fsyncDirectory(Self.parent(of: file))
+    }
+
+    /// The directory that holds `path`: "." for a name without a slash, "/" for one at the root.
+    /// (Foundation's `deletingLastPathComponent` traps on a name of one character.)
+    static func parent(of path: String) -> String {
+        var components = Substring(path)
+        while components.count > 1, components.hasSuffix("/") { components.removeLast() }
+        guard let slash = components.lastIndex(of: "/") else { return "." }
+        let parent = components[..<slash]
+        return parent.isEmpty ? "/" : String(parent)
     }
 
     static func error(_ what: String, _ file: String, code: Int32 = errno) -> EventLogError {

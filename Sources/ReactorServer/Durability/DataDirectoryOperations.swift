@@ -65,7 +65,7 @@ public enum DataDirectoryOperations {
     /// Verifies `directory` without changing it; a torn tail is reported in the warnings.
     public static func check<StateType: HostedState>(_ directory: DataDirectory, as type: StateType.Type) throws(EventLogError) -> JournalRecovery.Report {
         try requireExisting(directory)
-        let lock = try directory.lock()
+        let lock = try directory.lock(readOnly: true)
         defer { close(lock) }
         var state: StateType?
         return try read(directory, repair: false, restore: { state = try StateType(snapshot: $0) }, replay: { try state!.replay($0) })
@@ -97,7 +97,7 @@ public enum DataDirectoryOperations {
     /// `{"version":N,"event":...}` for every event after it.
     public static func export(_ directory: DataDirectory, to write: ([UInt8]) -> Void) throws(EventLogError) -> JournalRecovery.Report {
         try requireExisting(directory)
-        let lock = try directory.lock()
+        let lock = try directory.lock(readOnly: true)
         defer { close(lock) }
         func line(_ record: LogRecord, member: String) {
             var bytes = Array(#"{"version":"#.utf8)
@@ -146,6 +146,9 @@ public enum DataDirectoryOperations {
                     throw EventLogError(.other, "line \(lineNumber): an export starts with {\"version\":N,\"state\":...}")
                 }
                 let record = LogRecord(version: version, payload: value.jsonBytes)
+                do throws(EventLogError) { try JournalFormat.checkWritable(record) } catch {
+                    throw EventLogError(.other, "line \(lineNumber): \(error.message)")
+                }
                 state = try StateType(snapshot: record)
                 snapshot = record
                 continue
@@ -160,8 +163,14 @@ public enum DataDirectoryOperations {
             // The event's bytes as the export wrote them, when the line is in its form: the journal
             // then holds the events as they were recorded (as clients sent them, often), and
             // `/history` reads the same after a restore as before.
-            let payload = Self.exportedPayload(in: bytes, version: version).flatMap { try? JSONParser.carrier.parse($0) == event ? $0 : nil }
+            // Not with a line break inside (a CR the line split left): records become lines of
+            // `/history` and of the next export.
+            let payload = Self.exportedPayload(in: bytes, version: version)
+                .flatMap { !$0.contains(13) && !$0.contains(10) && (try? JSONParser.carrier.parse($0)) == event ? $0 : nil }
             let record = LogRecord(version: version, payload: payload ?? event.jsonBytes)
+            do throws(EventLogError) { try JournalFormat.checkWritable(record) } catch {
+                throw EventLogError(.other, "line \(lineNumber): \(error.message)")
+            }
             do { try state!.replay(record) } catch {
                 throw EventLogError(.other, "line \(lineNumber): \(error.message)")
             }
@@ -213,6 +222,7 @@ public enum DataDirectoryOperations {
         do { payload = try state.jsonValue().jsonBytes } catch {
             throw EventLogError(.other, "the initial state does not encode: \(error)")
         }
+        try JournalFormat.checkWritable(LogRecord(version: 0, payload: payload))
         var bytes = JournalFormat.header(.snapshot, version: 0)
         JournalFormat.append(LogRecord(version: 0, payload: payload), to: &bytes)
         try directory.writeAtomically(bytes, to: directory.snapshotPath(version: 0))

@@ -247,6 +247,7 @@ public final class FileEventLog: EventLog {
     /// Writes a snapshot atomically, then removes what it makes redundant: the segments whose
     /// records all precede it and the older snapshots.
     static func writeSnapshot(_ snapshot: LogRecord, in directory: DataDirectory, removingSegments obsolete: [UInt64], snapshots older: [UInt64]) throws(EventLogError) {
+        try JournalFormat.checkWritable(snapshot)
         var bytes = JournalFormat.header(.snapshot, version: snapshot.version)
         JournalFormat.append(snapshot, to: &bytes)
         try directory.writeAtomically(bytes, to: directory.snapshotPath(version: snapshot.version))

@@ -122,6 +122,22 @@ public enum JournalFormat {
         bytes.append(contentsOf: record.payload)
     }
 
+    /// Refuses a record the scanner would not read back (longer than `maxPayload`, or of a version
+    /// no record has): written, it would make the directory unloadable.
+    public static func checkWritable(_ record: LogRecord) throws(EventLogError) {
+        let stored = encodedSize(record) - recordHeaderSize
+        guard stored <= maxPayload else {
+            throw EventLogError(.other, "the record of version \(record.version) would be \(stored) bytes, more than a journal record may hold (\(maxPayload) bytes)")
+        }
+        guard record.version < highestVersion else {
+            throw EventLogError(.other, "version \(record.version) is past the highest a journal holds (\(highestVersion - 1))")
+        }
+    }
+
+    /// One past the highest version a record may have: every version a client is told is a JSON
+    /// integer that every client reads exactly (2^53 - 1, JavaScript's largest safe integer).
+    public static let highestVersion: UInt64 = 1 << 53
+
     public static func encodedSize(_ record: LogRecord) -> Int {
         recordHeaderSize + (record.continued ? 1 : 0) + JournaledAnswer.prefixCount(record.answers) + record.payload.count
     }
@@ -201,6 +217,10 @@ public struct JournalScanner {
             }
             guard let record = JournalFormat.parsePayload(bytes[(at + JournalFormat.recordHeaderSize)..<end], version: version) else {
                 return .damaged(offset: at, reason: "the record of version \(version) begins with idempotency answers or marks that cannot be read")
+            }
+            // Sound, yet past any version a writer gives (`checkWritable`): damage, not a version to count on from.
+            guard version < JournalFormat.highestVersion else {
+                return .damaged(offset: at, reason: "a record of version \(version), past the highest a journal holds")
             }
             expectedVersion = version + 1
             offset = end

@@ -88,6 +88,9 @@ public struct JournalRecovery: Sendable {
             guard headerVersion == first else {
                 throw EventLogError(.damaged, "\(relative) at offset 8: its header says it starts at version \(headerVersion), its name says \(first)")
             }
+            guard first > 0 else {
+                throw EventLogError(.damaged, "\(relative) at offset 8: a segment starting at version 0 (the first event is version 1)")
+            }
             if first > expected {
                 throw EventLogError(.damaged, "\(relative) at offset 0: versions \(expected) to \(first - 1) are missing before it")
             }

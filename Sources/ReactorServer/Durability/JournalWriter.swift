@@ -60,6 +60,7 @@ final class JournalWriter: @unchecked Sendable {
     func append(_ records: [LogRecord], policy: FsyncPolicy) -> Result<[UInt64], EventLogError> {
         if needsCutBack, let error = cutBack() { return .failure(error) }
         guard let first = records.first else { return .success([]) }
+        do throws(EventLogError) { for record in records { try JournalFormat.checkWritable(record) } } catch { return .failure(error) }
         let batchBytes = records.reduce(0) { $0 + JournalFormat.encodedSize($1) }
         do throws(EventLogError) {
             if size > JournalFormat.headerSize && size + batchBytes > segmentLimit {

@@ -38,6 +38,16 @@ final class DataDirectoryOperationsTests: XCTestCase {
         directory.segmentPath(firstVersion: try XCTUnwrap(directory.segmentVersions().last))
     }
 
+    func testTheParentOfAPathOfAnyLength() {
+        XCTAssertEqual(DataDirectory.parent(of: "d"), ".")
+        XCTAssertEqual(DataDirectory.parent(of: "d/"), ".")
+        XCTAssertEqual(DataDirectory.parent(of: "."), ".")
+        XCTAssertEqual(DataDirectory.parent(of: "/"), "/")
+        XCTAssertEqual(DataDirectory.parent(of: "/d"), "/")
+        XCTAssertEqual(DataDirectory.parent(of: "a/b"), "a")
+        XCTAssertEqual(DataDirectory.parent(of: "/srv/data//"), "/srv")
+    }
+
     func testAnImportRecoversToTheSameStateAndVersion() throws {
         let data = directory()
         XCTAssertEqual(try DataDirectoryOperations.importLines(export(50), into: data, as: JSONDocument.self), 50)

@@ -23,6 +23,19 @@ final class JournalFormatTests: XCTestCase {
         }
     }
 
+    func testARecordTheScannerWouldNotReadBackIsRefusedBeforeItIsWritten() throws {
+        // Longer than the scanner reads: the bytes are never touched, only counted.
+        let huge = [UInt8](unsafeUninitializedCapacity: JournalFormat.maxPayload + 1) { _, count in count = JournalFormat.maxPayload + 1 }
+        XCTAssertThrowsError(try JournalFormat.checkWritable(LogRecord(version: 1, payload: huge)))
+        XCTAssertThrowsError(try JournalFormat.checkWritable(LogRecord(version: JournalFormat.highestVersion, payload: Array("{}".utf8))))
+        XCTAssertNoThrow(try JournalFormat.checkWritable(LogRecord(version: JournalFormat.highestVersion - 1, payload: Array("{}".utf8))))
+        // And one written anyway (an older writer, damage) is damage, not a version to go past.
+        var bytes = JournalFormat.header(.segment, version: 1)
+        JournalFormat.append(LogRecord(version: .max, payload: Array("{}".utf8)), to: &bytes)
+        var scanner = JournalScanner(bytes: bytes)
+        guard case .damaged = scanner.next() else { return XCTFail("a record of version 2^64 - 1 read as sound") }
+    }
+
     func testRecordsRoundTripThroughTheScanner() {
         let records = (1...20).map { LogRecord(version: UInt64($0), payload: Array(#"{"type":"increment","path":"/n","by":\#($0)}"#.utf8)) }
         var bytes = JournalFormat.header(.segment, version: 1)
