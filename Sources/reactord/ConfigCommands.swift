@@ -31,6 +31,7 @@ struct Config: ParsableCommand {
                 }
                 _ = try settings.serverConfiguration()
                 _ = try settings.storage()
+                _ = try settings.cluster()
                 for key in unknownKeys.sorted() {
                     FileHandle.standardError.write(Data("warning: \(file): unknown key \"\(key)\" is ignored (known keys: reactord config defaults)\n".utf8))
                 }

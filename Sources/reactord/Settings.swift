@@ -109,16 +109,12 @@ struct Settings {
             guard maxConnections > 0 else { throw ConfigurationError("max-connections must be positive") }
             configuration.maxConnections = maxConnections
         }
-        if let requestTimeout {
-            guard requestTimeout > 0 else { throw ConfigurationError("request-timeout must be positive") }
-            configuration.requestTimeout = requestTimeout
-        }
-        if let idleTimeout {
-            guard idleTimeout > 0 else { throw ConfigurationError("idle-timeout must be positive") }
-            configuration.idleTimeout = idleTimeout
-        }
+        if let requestTimeout { configuration.requestTimeout = try Self.duration(requestTimeout, "request-timeout") }
+        if let idleTimeout { configuration.idleTimeout = try Self.duration(idleTimeout, "idle-timeout") }
         if let maxBodyBytes {
-            guard maxBodyBytes > 0 else { throw ConfigurationError("max-body-bytes must be positive") }
+            guard maxBodyBytes > 0, maxBodyBytes <= 1_000_000_000 else {
+                throw ConfigurationError("max-body-bytes must be positive and at most 1000000000 (a journal record holds at most 1 GiB)")
+            }
             configuration.limits.maxBodyBytes = maxBodyBytes
         }
         if let maxHeaderBytes {
@@ -144,10 +140,7 @@ struct Settings {
             configuration.maxUnsentBytes = maxUnsentBytes
         }
         if let slowConsumer { configuration.slowConsumerPolicy = slowConsumer }
-        if let pingInterval {
-            guard pingInterval > 0 else { throw ConfigurationError("ping-interval must be positive") }
-            configuration.pingInterval = pingInterval
-        }
+        if let pingInterval { configuration.pingInterval = try Self.duration(pingInterval, "ping-interval") }
         if let maxMessageBytes {
             guard maxMessageBytes >= 125 else { throw ConfigurationError("max-message-bytes must be at least 125") }
             configuration.maxMessageBytes = maxMessageBytes
@@ -174,14 +167,16 @@ struct Settings {
             configuration.compressionMinBytes = compressionMinBytes
         }
         if let eventRateLimit {
-            guard eventRateLimit > 0 else { throw ConfigurationError("event-rate-limit must be positive") }
-            if let eventRateBurst, eventRateBurst < 1 { throw ConfigurationError("event-rate-burst must be at least 1") }
+            guard eventRateLimit > 0, eventRateLimit <= Self.highestRate else { throw ConfigurationError("event-rate-limit must be positive and at most \(Int(Self.highestRate))") }
+            if let eventRateBurst, !(1...Self.highestRate).contains(eventRateBurst) {
+                throw ConfigurationError("event-rate-burst must be at least 1 and at most \(Int(Self.highestRate))")
+            }
             configuration.eventRateLimit = RateLimit(perSecond: eventRateLimit, burst: eventRateBurst)
         } else if eventRateBurst != nil {
             throw ConfigurationError("event-rate-burst needs event-rate-limit")
         }
         if let maxConnectionRate {
-            guard maxConnectionRate > 0 else { throw ConfigurationError("max-connection-rate must be positive") }
+            guard maxConnectionRate > 0, maxConnectionRate <= Self.highestRate else { throw ConfigurationError("max-connection-rate must be positive and at most \(Int(Self.highestRate))") }
             configuration.maxConnectionRate = maxConnectionRate
         }
         return configuration
@@ -227,7 +222,14 @@ struct Settings {
             throw ConfigurationError("--data-dir and --redis cannot be used together: a cluster node keeps its log in Redis (drop --data-dir)")
         }
         guard redis.hasPrefix("redis://") else { throw ConfigurationError("redis must be a URL redis://HOST:PORT, not \"\(Self.withoutPassword(redis))\"") }
-        var address = redis.dropFirst("redis://".count).prefix { $0 != "/" }
+        let location = redis.dropFirst("redis://".count)
+        var address = location.prefix { $0 != "/" }
+        // A cluster's keys live in database 0: Redis Cluster has no other, and one cluster key
+        // already keeps clusters apart.
+        let database = location.dropFirst(address.count)
+        guard database.isEmpty || database == "/" || database == "/0" else {
+            throw ConfigurationError("redis: reactord keeps a cluster in database 0; drop \"\(database)\" from \(Self.withoutPassword(redis)) (--redis-key keeps clusters apart)")
+        }
         var credentials: RedisCredentials?
         if let at = address.lastIndex(of: "@") {
             guard let parsed = RedisCredentials(userInformation: address[..<at]) else {
@@ -241,11 +243,11 @@ struct Settings {
         if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
             host = address[address.index(after: address.startIndex)..<close]
             let rest = address[address.index(after: close)...]
-            if rest.hasPrefix(":") { guard let parsed = Int32(rest.dropFirst()) else { throw ConfigurationError("redis: bad port in \(Self.withoutPassword(redis))") }; port = parsed }
+            guard rest.isEmpty || rest.hasPrefix(":") else { throw ConfigurationError("redis: bad address in \(Self.withoutPassword(redis))") }
+            if rest.hasPrefix(":") { port = try Self.redisPort(rest.dropFirst(), in: redis) }
         } else if let colon = address.lastIndex(of: ":") {
             host = address[..<colon]
-            guard let parsed = Int32(address[address.index(after: colon)...]), parsed > 0 else { throw ConfigurationError("redis: bad port in \(Self.withoutPassword(redis))") }
-            port = parsed
+            port = try Self.redisPort(address[address.index(after: colon)...], in: redis)
         } else {
             host = address
         }
@@ -253,12 +255,19 @@ struct Settings {
         let key = redisKey ?? "reactor"
         guard !key.isEmpty, !key.contains("}") else { throw ConfigurationError("redis-key must be a non-empty name without '}'") }
         let node = nodeName ?? ProcessInfo.processInfo.hostName + ":" + String(ProcessInfo.processInfo.processIdentifier)
-        let timeout = redisTimeout ?? RedisStreamLog.Options.defaultTimeoutSeconds
-        guard timeout > 0 else { throw ConfigurationError("redis-timeout must be positive") }
+        let timeout = try Self.duration(redisTimeout ?? RedisStreamLog.Options.defaultTimeoutSeconds, "redis-timeout")
         let replicas = redisWaitReplicas ?? 0
         guard replicas >= 0 else { throw ConfigurationError("redis-wait-replicas must be 0 or more") }
         return RedisStreamLog.Options(host: String(host), port: port, cluster: key, node: node, timeoutMilliseconds: UInt64(timeout * 1_000),
                                       waitReplicas: replicas, credentials: credentials)
+    }
+
+    /// The port of a `--redis` URL, checked.
+    static func redisPort(_ text: Substring, in url: String) throws(ConfigurationError) -> Int32 {
+        guard let port = Int32(text), (1...65535).contains(port) else {
+            throw ConfigurationError("redis: the port must be 1 to 65535, not \"\(text)\" in \(withoutPassword(url))")
+        }
+        return port
     }
 
     /// A `--redis` URL as errors may show it: with its password, if any, as `***`.
@@ -267,6 +276,18 @@ struct Settings {
         let user = url[scheme.upperBound..<at].prefix { $0 != ":" }
         return url[..<scheme.upperBound] + user + ":***" + url[at...]
     }
+
+    /// A duration setting in seconds, checked: at least a millisecond (what the loop's timers
+    /// count) and at most a day, so that it converts to milliseconds whatever was typed (`inf`, `1e30`).
+    static func duration(_ seconds: Double, _ name: String) throws(ConfigurationError) -> Double {
+        guard seconds >= 0.001, seconds <= 86_400 else {
+            throw ConfigurationError("\(name) must be at least 0.001 and at most 86400 seconds (a day), not \(seconds)")
+        }
+        return seconds
+    }
+
+    /// The highest rate a rate setting takes, per second: beyond it, a limit limits nothing.
+    static let highestRate = 1e9
 
     /// The longest an idempotency key may be remembered: a retry comes within minutes, not weeks.
     static let longestIdempotencyWindow = 7 * 24 * 3600.0

@@ -92,6 +92,8 @@ def test_access_token_query_parameter(secured):
     assert request(secured, "GET", "/state?path=/n&access_token=r3ad-s3cret").status == 404  # authorized; nothing there
     assert post_events(secured, INCREMENT, path="/events?access_token=f1re-s3cret").status == 200
     assert_problem(request(secured, "GET", "/state?access_token=nope"), 401, "unauthorized")
+    # Given twice, which one was meant cannot be known: a bad parameter, as any other given twice.
+    assert_problem(request(secured, "GET", "/state?access_token=r3ad-s3cret&access_token=r3ad-s3cret"), 400, "invalid-parameter")
 
 
 def test_scheme_name_is_case_insensitive(secured):

@@ -530,6 +530,31 @@ def test_plain_chunked_still_works(server):
     assert state_and_version(server) == ({"n": 1}, 1)
 
 
+CHUNK_HEAD = b"POST /events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+EVENT = b'{"type":"increment","path":"/c"}'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"2\r\n{}XX0\r\n\r\n",  # two bytes other than CRLF after a chunk's data
+        b"20\rX" + EVENT + b"\r\n0\r\n\r\n",  # CR and another byte ending a chunk-size line
+        b"20\r\n" + EVENT + b"\r\n0\rX\r\n",  # ... the last chunk's line
+        b"20\r\n" + EVENT + b"\r\n0\r\n\rX",  # ... the blank line that ends the body
+    ],
+    ids=["after-data", "size-line", "last-chunk", "final-line"],
+)
+def test_chunked_framing_without_its_crlf_is_400_and_what_follows_is_not_served(server, body):
+    """RFC 9112 §7.1: chunk-size CRLF chunk-data CRLF. A server lenient about these bytes reads a
+    body's end elsewhere than a strict proxy in front of it: the request smuggler's opening."""
+    with raw(server) as conn:
+        conn.send(CHUNK_HEAD + body + b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert_problem(conn.read_response(), 400, "malformed-request")
+        assert conn.is_closed()
+    assert state_and_version(server) == ({}, 0)
+    assert_serving(server, version=0)
+
+
 @pytest.mark.parametrize(
     "head",
     [
@@ -545,6 +570,48 @@ def test_a_bad_host_or_an_empty_header_name_is_400(server, head):
         assert_problem(conn.read_response(), 400, "malformed-request")
         assert conn.is_closed()
     assert_serving(server)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"Content-Type: application/json\r\nContent-Type: text/plain\r\n",
+        b"Content-Type: application/json\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n",
+        b"Content-Type: application/json\r\nIdempotency-Key: one\r\nIdempotency-Key: two\r\n",
+    ],
+    ids=["content-type", "authorization", "idempotency-key"],
+)
+def test_a_header_a_request_carries_once_given_twice_is_400_and_nothing_is_applied(server, head):
+    """Which value the client meant cannot be known, and a proxy in front may have read the
+    other: once the first was taken silently (a retry with the second key alone applied again)."""
+    body = b'{"type":"increment","path":"/n"}'
+    with raw(server) as conn:
+        conn.send(b"POST /events HTTP/1.1\r\nHost: x\r\n" + head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        assert_problem(conn.read_response(), 400, "malformed-request")
+        assert conn.is_closed()
+    assert state_and_version(server) == ({}, 0)
+
+
+def test_transfer_encoding_in_an_http_1_0_request_is_400(server):
+    """RFC 9112 §6.1: faulty framing, whatever llhttp would make of it."""
+    with raw(server) as conn:
+        conn.send(b"POST /events HTTP/1.0\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"20\r\n{\"type\":\"increment\",\"path\":\"/n\"}\r\n0\r\n\r\n")
+        assert_problem(conn.read_response(), 400, "malformed-request")
+        assert conn.is_closed()
+    assert state_and_version(server) == ({}, 0)
+
+
+@pytest.mark.parametrize("content_type", ["application/json;charset=UTF-16", "application/json; charset=\"latin1\"", "text/json"])
+def test_a_body_announced_in_another_charset_is_415(server, content_type):
+    answer = post_events(server, {"type": "increment", "path": "/n"}, headers={"Content-Type": content_type})
+    assert_problem(answer, 415, "unsupported-media-type")
+    assert state_and_version(server) == ({}, 0)
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "application/json;CHARSET=\"UTF-8\"", "application/merge+json"])
+def test_json_in_utf_8_is_taken_however_it_is_labelled(server, content_type):
+    assert post_events(server, {"type": "increment", "path": "/n"}, headers={"Content-Type": content_type}).status == 200
 
 
 @pytest.mark.parametrize("host", ["example.com:8080", "[::1]:7070", "127.0.0.1", "localhost", "xn--bcher-kva.example"])

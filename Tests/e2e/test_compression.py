@@ -13,6 +13,8 @@ import json
 import struct
 import zlib
 
+import pytest
+
 from conftest import get_state, post_events
 from subscriptions import OP_CLOSE, OP_PING, OP_TEXT, RawWebSocket, encode_frame, next_json, subscribe
 
@@ -165,6 +167,39 @@ def test_a_compressed_message_that_is_not_deflate_data_closes_1007(server):
         ws.conn.send(encode_frame(OP_TEXT, b"\xff\xff\xff\xff not deflate", rsv=0b100))
         _, opcode, payload = read_frame(ws)
         assert opcode == OP_CLOSE and struct.unpack("!H", payload[:2])[0] == 1007, payload
+
+
+def final_block(data: bytes) -> bytes:
+    compressor = zlib.compressobj(wbits=-15)
+    return compressor.compress(data) + compressor.flush(zlib.Z_FINISH)
+
+
+@pytest.mark.parametrize("cut", [1, 3, 10])
+def test_deflate_data_cut_short_closes_1007(server, cut):
+    """A message must inflate whole: cut off inside a block it was once inflated as far as it
+    went (and answered 400 malformed-json, the connection left open)."""
+    message = json.dumps({"type": "fire", "id": 1, "event": {"type": "set", "path": "/a", "value": "x" * 200}}).encode()
+    payload = deflate(message)[:-cut]
+    with RawWebSocket.connect(server, headers=OFFER) as ws:
+        read_frame(ws)
+        ws.conn.send(encode_frame(OP_TEXT, payload, rsv=0b100))
+        _, opcode, frame = read_frame(ws)
+        assert opcode == OP_CLOSE and struct.unpack("!H", frame[:2])[0] == 1007, frame
+    # A whole message, flushed or final, is taken.
+    for payload in (deflate(message), final_block(message)):
+        with RawWebSocket.connect(server, headers=OFFER) as ws:
+            read_frame(ws)
+            ws.conn.send(encode_frame(OP_TEXT, payload, rsv=0b100))
+            _, _, answer = message_of_next(ws)
+            assert answer["type"] == "ack", answer
+
+
+def message_of_next(ws: RawWebSocket) -> tuple[int, int, dict]:
+    """The next message that is not a push: an ack or an error."""
+    while True:
+        first, length, message = next_message(ws)
+        if message.get("type") in ("ack", "error"):
+            return first, length, message
 
 
 def test_compressed_text_that_inflates_to_invalid_utf8_closes_1007(server):

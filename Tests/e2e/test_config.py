@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import pytest
 
-from conftest import assert_problem, free_port, post_events, raw, request, run_reactord
+from conftest import REACTORD_BIN, assert_problem, free_port, post_events, raw, request, run_reactord
 from prometheus import scrape
 
 
@@ -233,6 +234,37 @@ def test_bad_settings_are_refused(args, env, message):
     done = run_reactord(*args, env=env)
     assert done.returncode != 0
     assert message in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (["--request-timeout", "1e30"], {}, "request-timeout"),
+        (["--idle-timeout", "inf"], {}, "idle-timeout"),
+        (["--ping-interval", "1e-9"], {}, "ping-interval"),
+        (["--event-rate-limit", "inf"], {}, "event-rate-limit"),
+        (["--event-rate-limit", "5", "--event-rate-burst", "1e300"], {}, "event-rate-burst"),
+        (["--max-connection-rate", "1e300"], {}, "max-connection-rate"),
+        (["--redis", "redis://127.0.0.1:6379", "--redis-timeout", "1e30"], {}, "redis-timeout"),
+        (["--redis", "redis://127.0.0.1:6379"], {"REACTORD_REDIS_TIMEOUT": "inf"}, "redis-timeout"),
+        (["--redis", "redis://127.0.0.1:6379", "--redis-timeout", "0.0001"], {}, "redis-timeout"),
+        (["--redis", "redis://127.0.0.1:6379/5"], {}, "database 0"),
+        (["--redis", "redis://127.0.0.1:70000"], {}, "1 to 65535"),
+        (["--redis", "redis://[::1]:0"], {}, "1 to 65535"),
+    ],
+)
+def test_out_of_range_settings_are_configuration_errors(args, env, message):
+    """Values a number parses to but no timer or port can hold are refused as configuration
+    (exit 64), never a crash (`inf` or `1e30` seconds once trapped converting to milliseconds)."""
+    done = run_reactord("--port", "0", *args, env=env)
+    assert done.returncode == 64, (done.returncode, done.stderr[-500:])
+    assert message in done.stderr, done.stderr
+
+
+def test_config_check_checks_the_cluster_settings(tmp_path):
+    done = subprocess.run([REACTORD_BIN, "config", "check", write_config(tmp_path, {"redis": "redis://127.0.0.1:6379", "redisTimeout": 1e300})],
+                          capture_output=True, text=True, timeout=10)
+    assert done.returncode == 1 and "redis-timeout" in done.stderr, (done.returncode, done.stderr)
 
 
 def test_initial_state_that_is_not_json_is_refused(tmp_path):

@@ -161,6 +161,26 @@ def test_expect_100_continue(server):
         assert answer.status == 200 and answer.json() == {"version": 1}
 
 
+def test_a_pipelined_100_continue_follows_the_answers_due_before_it(reactord, tmp_path):
+    """RFC 9110 §15.2: interim responses go in request order too. A POST whose answer waits for
+    an fsync, then a POST asking for 100-continue: the 100 comes after the first POST's 200, not
+    before it (where a client takes it for the first request's)."""
+    server = reactord("--data-dir", str(tmp_path / "data"), "--fsync", "always")
+    body = json.dumps({"type": "increment", "path": "/c"}).encode()
+    first = http_request("POST", "/events", body, {"Content-Type": "application/json"})
+    second = ("POST /events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              f"Expect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    with raw(server) as conn:
+        conn.send(first + second)
+        answer = conn.read_response()
+        assert answer.status == 200 and answer.json() == {"version": 1}, answer
+        assert answer.interim == [], "the 100 Continue for the second request came before the first's answer"
+        assert conn.read_until(b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        conn.send(body)
+        answer = conn.read_response()
+        assert answer.status == 200 and answer.json() == {"version": 2}, answer
+
+
 def test_expect_100_continue_with_curl(server):
     body = json.dumps({"type": "set", "path": "/big", "value": "x" * 2000}).encode()
     answer = curl_response(
@@ -485,8 +505,15 @@ def test_default_body_limit_is_one_mebibyte(server):
     [
         "GET /state HTTP/1.1\r\n\r\n",
         "GET /state HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n",
+        # An upgrade offer does not skip the rule, whether declined (h2c) or taken (WebSocket).
+        "GET /state HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
+        "POST /events HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n"
+        "Content-Type: application/json\r\nContent-Length: 32\r\n\r\n{\"type\":\"increment\",\"path\":\"/h\"}",
+        "GET /subscribe HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+        "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        "CONNECT a.test:443 HTTP/1.1\r\n\r\n",
     ],
-    ids=["no-host", "two-hosts"],
+    ids=["no-host", "two-hosts", "no-host-upgrade", "two-hosts-upgrade-post", "two-hosts-websocket", "connect-no-host"],
 )
 def test_http_1_1_request_needs_exactly_one_host(server, head):
     # RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1
@@ -495,6 +522,16 @@ def test_http_1_1_request_needs_exactly_one_host(server, head):
     with raw(server) as conn:
         conn.send(head)
         assert_problem(conn.read_response(), 400, "malformed-request")
+        assert conn.is_closed()
+
+
+def test_connect_is_501_and_what_follows_is_not_read_as_a_request(server):
+    """What follows a CONNECT's head is a tunnel's bytes: answered 501 and closed, never run as
+    the next request."""
+    with raw(server) as conn:
+        conn.send("CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\nContent-Length: 30\r\n\r\n"
+                  "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert_problem(conn.read_response(), 501, "not-implemented")
         assert conn.is_closed()
 
 

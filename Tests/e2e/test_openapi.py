@@ -425,11 +425,12 @@ def test_stream_bad_parameters_are_400(server):
 
 def test_head_stream_has_no_body(server):
     """RFC 9110 section 9.3.2: the answer to HEAD has no content; a HEAD /stream must not
-    subscribe and stream."""
+    subscribe and stream. And no Content-Length: a GET's stream has none (RFC 9110 section 8.6)."""
     with RawConnection(server.port, timeout=2) as connection:
         connection.send(http_request("HEAD", "/stream"))
-        _, status, _, _ = connection.read_head()
+        _, status, _, headers = connection.read_head()
         assert status == 200
+        assert not any(name.lower() == "content-length" for name, _ in headers), headers
         connection.sock.settimeout(1.0)
         try:
             extra = connection.buffer + connection.sock.recv(4096)

@@ -4,12 +4,16 @@ with `close` it is closed with 4008."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import random
+import socket
 import string
 import threading
 import time
 
-from conftest import get_state, post_events, request
+from conftest import get_state, post_events, request, wait_until
+from prometheus import scrape
 from subscriptions import OP_CLOSE, RawWebSocket, apply_patch, assert_same_json, next_json, subscribe
 
 EVENTS = 2000  # about 7 MB of patches: more than the kernel buffers of a reader that stopped (about 3 MB here)
@@ -167,3 +171,67 @@ def test_a_message_bigger_than_the_bound_still_reaches_an_idle_subscriber(reacto
         version = post_events(server, {"type": "increment", "path": "/n"}).json()["version"]
         message = next_json(ws, timeout=5)
         assert (message["type"], message["version"]) == ("patch", version)
+
+
+def rss_kib(server) -> int:
+    with open(f"/proc/{server.process.pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+def open_connections(server) -> float:
+    return scrape(server).value("reactor_http_connections_open")
+
+
+def test_a_client_that_pipelines_requests_and_reads_no_answers_holds_bounded_memory(reactord):
+    """HTTP answers are bounded like a subscriber's pushes: past --max-unsent-bytes unsent, the
+    server reads no more of that client's requests until its answers drain, and a client that
+    reads nothing for an idle timeout is let go. Before, a thousand pipelined GETs of a 100 KB
+    state held 100 MB until the client closed."""
+    server = reactord("--max-unsent-bytes", "65536", "--idle-timeout", "3")
+    assert post_events(server, {"type": "set", "path": "/blob", "value": "x" * 100_000}).status == 200
+    before = rss_kib(server)
+    stalled = socket.create_connection(("127.0.0.1", server.port))
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        stalled.sendall(b"GET /state HTTP/1.1\r\nHost: x\r\n\r\n" * 1000)
+        time.sleep(1.5)
+        grown = rss_kib(server) - before
+        assert grown < 20_000, f"the server holds {grown} KiB more for a client that reads nothing"
+        # Everyone else is served meanwhile.
+        assert request(server, "GET", "/state").status == 200
+        # Reading nothing for the idle timeout, the client is let go.
+        wait_until(lambda: open_connections(server) <= 1, 10, message="the stalled connection is closed")
+    finally:
+        stalled.close()
+
+
+def test_a_websocket_client_that_fires_and_reads_no_answers_is_closed_with_4008(reactord):
+    """An acknowledgement cannot be dropped as a patch can: a client firing with 100 KB ids and
+    reading none of the answers is closed once more than --max-unsent-bytes of them wait."""
+    server = reactord("--max-unsent-bytes", "65536")
+    before = rss_kib(server)
+    client = RawWebSocket.connect(server, timeout=20, rcvbuf=4096)
+    try:
+        assert client.recv_json()["type"] == "snapshot"
+        big_id = "i" * 100_000
+        sent = 0
+        with contextlib.suppress(OSError):
+            for _ in range(300):
+                client.send_text(json.dumps({"type": "fire", "id": big_id, "event": {"type": "increment", "path": "/n"}}))
+                sent += 1
+        server.wait_for_log("slow client closed")
+        grown = rss_kib(server) - before
+        assert grown < 20_000, f"the server holds {grown} KiB more for a client that reads nothing"
+        acks = 0
+        while True:
+            opcode, payload = client.recv()
+            if opcode == OP_CLOSE:
+                break
+            kind = json.loads(payload)["type"]
+            assert kind in ("ack", "patch"), payload[:200]
+            acks += kind == "ack"
+        assert int.from_bytes(payload[:2], "big") == 4008, payload
+        assert acks < sent
+        assert request(server, "GET", "/readyz").status == 200
+    finally:
+        client.close()

@@ -177,6 +177,21 @@ def test_a_stalled_handshake_is_dropped_at_the_request_timeout(reactord, pair):
     assert https(server.port, cert)[0] == 200, "the server serves others meanwhile"
 
 
+def test_the_connection_limit_answers_503_over_tls_too(reactord, pair):
+    """A refusal can only go out once the handshake is done: over TLS it answers the client's
+    first request, as a plain connection's does at once (before, curl saw the connection drop)."""
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key, "--max-connections", "1")
+    context = ssl.create_default_context(cafile=cert)
+    with socket.create_connection((HOST, server.port), timeout=5) as sock, context.wrap_socket(sock, server_hostname=HOST):
+        refused = curl("-sS", "-i", "--cacert", cert, f"https://127.0.0.1:{server.port}/state")
+        assert refused.returncode == 0, refused.stderr
+        head, _, body = refused.stdout.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503"), head
+        assert b"application/problem+json" in head and json.loads(body)["type"] == "/problems/too-many-connections", refused.stdout
+    wait_until(lambda: https(server.port, cert)[0] == 200, 5, message="served again once the first connection left")
+
+
 def test_a_certificate_that_cannot_serve_is_refused_at_start(tmp_path, pair):
     cert, key = pair
     other_cert, other_key = make_certificate(tmp_path, "other")

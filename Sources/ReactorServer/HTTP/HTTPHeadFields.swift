@@ -34,12 +34,19 @@ enum HTTPHeadFields {
         var contentTypeField = -1
         /// A Host whose value is not a host (`HTTPHostSyntax`).
         var invalidHost = false
-        /// Transfer codings before a final `chunked` (`gzip, chunked`, or `chunked` twice): llhttp
-        /// reads the body as chunked and ignores the rest, which must be refused rather than read
-        /// past (RFC 9112 §6.1: 501). A final coding other than chunked llhttp refuses itself (400).
+        /// Transfer codings before a final `chunked` (`gzip, chunked`): llhttp reads the body as
+        /// chunked and ignores the rest, which must be refused rather than read past (RFC 9112
+        /// §6.1: 501). A final coding other than chunked, or `chunked` twice, llhttp refuses itself (400).
         var unsupportedTransferCoding: Bool { transferEncodings > 1 && lastCodingIsChunked }
+        var hasTransferEncoding: Bool { transferEncodings > 0 }
         private var transferEncodings = 0
         private var lastCodingIsChunked = false
+        /// A field that a request carries once given twice (`Content-Type`, `Authorization`,
+        /// `Idempotency-Key`): which value the client meant cannot be known, and a proxy in front
+        /// may have read the other.
+        private(set) var repeatedField: StaticString?
+        private var authorizationSeen = false
+        private var idempotencyKeySeen = false
 
         /// Notes what field number `index`, named `name`, says; `value` is read only for `Host`,
         /// `Expect` and `Transfer-Encoding`.
@@ -49,9 +56,16 @@ enum HTTPHeadFields {
             case .host?:
                 hostCount += 1
                 if !HTTPHostSyntax.isValid(value()) { invalidHost = true }
-            case .contentType? where contentTypeField < 0: contentTypeField = index
+            case .contentType?:
+                if contentTypeField < 0 { contentTypeField = index } else { repeatedField = "Content-Type" }
             default:
-                if name.count == 6 && HTTPASCII.isFieldName(name, "expect")
+                if name.count == 13 && HTTPASCII.isFieldName(name, "authorization") {
+                    if authorizationSeen { repeatedField = "Authorization" }
+                    authorizationSeen = true
+                } else if name.count == 15 && HTTPASCII.isFieldName(name, "idempotency-key") {
+                    if idempotencyKeySeen { repeatedField = "Idempotency-Key" }
+                    idempotencyKeySeen = true
+                } else if name.count == 6 && HTTPASCII.isFieldName(name, "expect")
                     && HTTPASCII.caseInsensitiveEqual(value(), lowercase: "100-continue") {
                     sawExpectContinue = true
                 } else if name.count == 17 && HTTPASCII.isFieldName(name, "transfer-encoding") {

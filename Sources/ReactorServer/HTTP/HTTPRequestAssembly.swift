@@ -142,6 +142,11 @@ struct HTTPRequestAssembly {
         let spellsUTF8 = bytes.withUnsafeBufferPointer { HTTPPercentDecoding.decodesToUTF8(UnsafeBufferPointer(rebasing: $0.prefix(targetEnd))) }
         if !spellsUTF8 { return .malformed(name: "target", reason: "The target's percent escapes decode to bytes that are not UTF-8") }
         if facts.invalidHost { return .malformed(name: "Host", reason: "The Host header is not a host with an optional port") }
+        if let repeated = facts.repeatedField { return .malformed(name: "\(repeated)", reason: "More than one \(repeated) header") }
+        // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing.
+        if facts.hasTransferEncoding && llhttp.http_major == 1 && llhttp.http_minor == 0 {
+            return .malformed(name: "Transfer-Encoding", reason: "An HTTP/1.0 request with Transfer-Encoding")
+        }
         // Capped so that one unusually large head does not make every later request reserve
         // as much.
         fieldBytesHint = min(max(bytes.count, 64), 4096)

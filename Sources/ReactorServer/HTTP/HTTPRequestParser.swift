@@ -14,7 +14,8 @@ import CUV
 ///
 /// llhttp runs without any lenient flag. On top of it the parser rejects what llhttp 8.1
 /// tolerates but we do not want: header names that are not tokens, a CR standing for a CRLF in the
-/// head (see `HTTPHeadFields`), and versions other than 1.0/1.1.
+/// head (see `HTTPHeadFields`), a chunked body framed without its CRLFs (`ChunkedFraming`), and
+/// versions other than 1.0/1.1.
 public final class HTTPRequestParser {
     public enum Output: Equatable, Sendable {
         /// The head of an HTTP/1.1 request that sent `Expect: 100-continue` and announced a body.
@@ -57,6 +58,8 @@ public final class HTTPRequestParser {
         /// The method, target and headers of the request that made the parser fail, when its head was
         /// complete (a body too large, say): the server logs the error answer and adds CORS headers with it.
         var failedRequestHead: HTTPRequest?
+        /// While a chunked body is read: its framing, checked on the bytes llhttp reads.
+        var chunkedFraming: ChunkedFraming?
     }
     /// @exclusivity(unchecked): touched on the loop thread only, and no callback runs while one of
     /// its fields is being modified; a dynamic exclusivity check on each access would cost more
@@ -118,6 +121,10 @@ public final class HTTPRequestParser {
             // Where llhttp stopped reading a method, the byte it stopped at tells why.
             let methodStop = code == HPE_INVALID_METHOD && consumed < input.count ? base.load(fromByteOffset: consumed, as: UInt8.self) : nil
             assembly.pointee.executionEnded(at: base + consumed)
+            if progress.chunkedFraming != nil, let reason = progress.chunkedFraming!.consume(UnsafeRawBufferPointer(start: base, count: consumed)) {
+                input = UnsafeRawBufferPointer(rebasing: input[consumed...])
+                return fail(.malformed(name: "CHUNKED_FRAMING", reason: reason), &input)
+            }
             input = UnsafeRawBufferPointer(rebasing: input[consumed...])
 
             // Wire limits first, so the same input gives the same error however it is split.
@@ -129,6 +136,7 @@ public final class HTTPRequestParser {
                 continue
             case HPE_PAUSED where assembly.pointee.pause == .headersComplete:
                 if let error = assembly.pointee.finishHead(llhttp.pointee) { return fail(error, &input) }
+                if UInt32(llhttp.pointee.flags) & F_CHUNKED.rawValue != 0 { progress.chunkedFraming = ChunkedFraming() }
                 llhttp_resume(llhttp)
                 // llhttp may have work left that needs no input (completing a bodiless message).
                 progress.hasWorkWithoutInput = true
@@ -137,6 +145,7 @@ public final class HTTPRequestParser {
                 }
             case HPE_PAUSED:
                 llhttp_resume(llhttp)
+                progress.chunkedFraming = nil
                 progress.workWithoutInputDeferred = true
                 let complete = assembly.pointee.takeRequest()
                 if !complete.keepAlive { close(&input) }

@@ -12,6 +12,9 @@ public struct HTTPResponse: Sendable {
     /// Set when the connection changes hands after this response's head (WebSocket, event stream):
     /// the head then carries no length, and HTTP ends on this connection.
     public var takeover: ConnectionTakeover?
+    /// The answer to HEAD of a resource whose GET body has no length (an event stream): the head
+    /// carries no Content-Length either (RFC 9110 §8.6: one there must be what GET would send).
+    public var lengthIsUnknown = false
 
     public init(status: HTTPStatus, contentType: HTTPContentType? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [], takeover: ConnectionTakeover? = nil) {
         self.status = status
@@ -148,7 +151,7 @@ final class HTTPResponseEncoder {
                        into destination: UnsafeMutableRawPointer) -> Int {
         var out = ByteCursor(destination)
         let status = response.status
-        let hasLength = status.code >= 200 && status.code != 204 && status.code != 304 && response.takeover == nil
+        let hasLength = status.code >= 200 && status.code != 204 && status.code != 304 && response.takeover == nil && !response.lengthIsUnknown
         out.write(status.statusLine)
         out.write(date)
         // Read as its bytes: binding the optional class copies it through its type metadata.

@@ -13,7 +13,7 @@ final class EventService<StateType: HostedState> {
         self.path = path
         self.loop = loop
         idempotency = IdempotencyCache(windowSeconds: configuration.idempotencyWindow, capacity: configuration.idempotencyCapacity)
-        idempotencyWindowMilliseconds = UInt64(configuration.idempotencyWindow * 1_000)
+        idempotencyWindowMilliseconds = milliseconds(seconds: configuration.idempotencyWindow)
         if let journal = path.pipeline.log as? FileEventLog {
             // The keys answered before a restart: a retry of a request whose event went in (a
             // crash before the client heard) gets that event's answer.
@@ -144,7 +144,26 @@ final class EventService<StateType: HostedState> {
             for index in 0..<count where HTTPASCII.lowercased(mediaType[offset + index]) != text.utf8Start[index] { return false }
             return true
         }
-        if mediaType.count == 16 { return matches("application/json", at: 0) }
-        return mediaType.count > 17 && matches("application/", at: 0) && matches("+json", at: mediaType.count - 5)
+        let isJSONType = mediaType.count == 16 ? matches("application/json", at: 0)
+            : mediaType.count > 17 && matches("application/", at: 0) && matches("+json", at: mediaType.count - 5)
+        return isJSONType && charsetIsUTF8(UnsafeBufferPointer(rebasing: value[end...]))
+    }
+
+    /// No `charset` among `parameters`, or UTF-8: the body is read as UTF-8, and one announced in
+    /// another encoding (`charset=UTF-16`) is refused rather than misread.
+    private static func charsetIsUTF8(_ parameters: UnsafeBufferPointer<UInt8>) -> Bool {
+        func trimmed(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> UnsafeBufferPointer<UInt8> {
+            var bytes = bytes
+            while let first = bytes.first, first == 32 || first == 9 || first == 34 { bytes.removeFirst() }
+            while let last = bytes.last, last == 32 || last == 9 || last == 34 { bytes.removeLast() }
+            return UnsafeBufferPointer(rebasing: bytes)
+        }
+        for parameter in parameters.split(separator: UInt8(ascii: ";")) {
+            guard let equals = parameter.firstIndex(of: UInt8(ascii: "=")),
+                  HTTPASCII.caseInsensitiveEqual(trimmed(parameter[..<equals]), lowercase: "charset") else { continue }
+            let charset = trimmed(parameter[(equals + 1)...])
+            if !HTTPASCII.caseInsensitiveEqual(charset, lowercase: "utf-8") && !HTTPASCII.caseInsensitiveEqual(charset, lowercase: "utf8") { return false }
+        }
+        return true
     }
 }

@@ -24,7 +24,7 @@ final class IdempotencyCache {
     private let capacity: Int
 
     init(windowSeconds: Double, capacity: Int) {
-        window = UInt64(windowSeconds * 1000)
+        window = milliseconds(seconds: windowSeconds)
         self.capacity = capacity
     }
 

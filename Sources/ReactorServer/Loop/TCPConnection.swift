@@ -48,6 +48,8 @@ public final class TCPConnection {
         var lingerTimer: LoopHandle<uv_timer_t>?
         /// Bytes the kernel has not taken yet, queued in libuv (not counting those in the loop's batch).
         var queuedBytes = 0
+        /// Loop time (ms) the kernel last took queued bytes, or bytes were first queued.
+        var writeProgressAt: UInt64 = 0
         /// Bytes held for this connection in the loop's `WriteBatch`.
         var batchedBytes = 0
         var isDeliveringRead = false
@@ -64,6 +66,11 @@ public final class TCPConnection {
 
     /// Bytes the kernel has not taken yet, queued in libuv (not counting those in the loop's batch).
     public var queuedBytes: Int { state.queuedBytes }
+    /// How long (ms, to loop time `now`) bytes have waited with the kernel taking none of them: 0
+    /// when none wait.
+    public func writeStalledMilliseconds(now: UInt64) -> UInt64 {
+        state.queuedBytes == 0 ? 0 : now &- state.writeProgressAt
+    }
     public var isClosed: Bool { state.isClosed }
     /// The TLS session, on a TLS listener's connections.
     var tls: TLSSession? { state.tls }
@@ -194,7 +201,8 @@ public final class TCPConnection {
 
     /// Flushes the loop's batch if it holds bytes of this connection; false when one of its writes
     /// failed there, which closed the connection already.
-    private func sendBatchedBytes() -> Bool {
+    @discardableResult
+    func sendBatchedBytes() -> Bool {
         if state.batchedBytes > 0 { loop.writeBatch.flush() }
         return !state.isClosed
     }
@@ -224,6 +232,7 @@ public final class TCPConnection {
             }
         }
         let request = WriteRequest(copying: UnsafeRawBufferPointer(rebasing: bytes[offset...]), connection: self)
+        if state.queuedBytes == 0 { state.writeProgressAt = loop.now }
         state.queuedBytes += request.count
         request.start(on: handle.stream)
     }
@@ -290,6 +299,7 @@ public final class TCPConnection {
 
     fileprivate func didWrite(_ count: Int, status: Int32) {
         state.queuedBytes -= count
+        state.writeProgressAt = loop.now
         if status < 0 {
             close()
             return

@@ -14,6 +14,9 @@ struct AuthMiddleware: HTTPMiddleware {
         guard !principals.isEmpty, let scope = context.scope else {
             return next(request, context, respond)
         }
+        if request.queryRepeats("access_token") {
+            return respond(Problem.invalidParameter("access_token", "given more than once: which one was meant cannot be known").response)
+        }
         guard let presented = Self.bearerToken(in: request) else {
             return respond(Problem.unauthorized("this endpoint needs a bearer token with the \(scope.rawValue) scope: send Authorization: Bearer <token>", invalidToken: false).response)
         }

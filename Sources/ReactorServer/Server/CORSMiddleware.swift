@@ -7,7 +7,13 @@ struct CORSMiddleware: HTTPMiddleware {
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void) {
         guard let origin = request.headers["Origin"], origins.contains("*") || origins.contains(origin) else {
-            return next(request, context, respond)
+            // Without the allowing headers, this answer too depends on Origin: a shared cache must
+            // not hand it to a page on an allowed origin (nor theirs to this one).
+            return next(request, context) { response in
+                var response = response
+                response.addHeader("Vary", "Origin")
+                respond(response)
+            }
         }
         if request.method == .options, let method = request.headers["Access-Control-Request-Method"] {
             var response = HTTPResponse(status: .noContent)

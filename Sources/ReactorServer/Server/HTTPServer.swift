@@ -71,8 +71,8 @@ public final class HTTPServer {
         self.configuration = configuration
         routes = router.table
         self.logger = logger
-        requestTimeoutMilliseconds = UInt64(configuration.requestTimeout * 1000)
-        idleTimeoutMilliseconds = UInt64(configuration.idleTimeout * 1000)
+        requestTimeoutMilliseconds = milliseconds(seconds: configuration.requestTimeout)
+        idleTimeoutMilliseconds = milliseconds(seconds: configuration.idleTimeout)
         responder = middleware.chained { [routes] request, context, respond in
             routes.respond(to: request, context: context, respond: respond)
         }
@@ -101,7 +101,7 @@ public final class HTTPServer {
         // shortest of them: cheap, and no timer per connection.
         let shortest = [configuration.requestTimeout, configuration.idleTimeout, configuration.pingInterval,
                         configuration.pingTimeout, configuration.heartbeatInterval].min()!
-        let period = max(10, UInt64(shortest * 1000) / 4)
+        let period = max(10, milliseconds(seconds: shortest) / 4)
         let sweepTimer = LoopTimer(loop: loop) { [unowned self] in sweep() }
         sweepTimer.start(after: period, repeat: period)
         self.sweepTimer = sweepTimer
@@ -119,7 +119,7 @@ public final class HTTPServer {
             connection.tcp.close()
         }
         for connection in state.upgraded.values { connection.serverIsShuttingDown() }
-        let forceAt = now + UInt64(seconds * 1000)
+        let forceAt = now + milliseconds(seconds: seconds)
         state.closeIdleBefore = forceAt
         checkDrained()
     }
@@ -148,11 +148,11 @@ public final class HTTPServer {
         guard connectionCount < configuration.maxConnections else {
             logger.warning("connection refused: too many connections", metadata: ["limit": "\(configuration.maxConnections)"])
             metrics.recordRefusedConnection(reason: "max-connections")
-            return refuse(tcp, Problem.tooManyConnections(limit: configuration.maxConnections))
+            return refuse(tcp, Problem.tooManyConnections(limit: configuration.maxConnections), tls: tls)
         }
         if state.connectionRate != nil, let wait = state.connectionRate!.take(now: MonotonicClock.nanoseconds()) {
             metrics.recordRefusedConnection(reason: "connection-rate")
-            return refuse(tcp, Problem.rateLimited("the server accepts \(PrometheusText.format(state.connectionRate!.limit.perSecond)) new connections per second", retryAfter: wait))
+            return refuse(tcp, Problem.rateLimited("the server accepts \(PrometheusText.format(state.connectionRate!.limit.perSecond)) new connections per second", retryAfter: wait), tls: tls)
         }
         metrics.connectionsAccepted += 1
         let connection = HTTPServerConnection(tcp: tcp, server: self)
@@ -162,10 +162,15 @@ public final class HTTPServer {
         state.connections[ObjectIdentifier(connection)] = connection
     }
 
-    /// Answers a connection it will not serve, and closes it.
-    private func refuse(_ tcp: TCPConnection, _ problem: Problem) {
-        write(problem.response, isHead: false, closing: true, keepAliveHeader: false, to: tcp)
-        tcp.closeAfterWriting()
+    /// Answers a connection it will not serve, and closes it: at once in plain TCP, once the
+    /// handshake is done over TLS.
+    private func refuse(_ tcp: TCPConnection, _ problem: Problem, tls: Bool) {
+        let answer = { [unowned self] (tcp: TCPConnection) in
+            write(problem.response, isHead: false, closing: true, keepAliveHeader: false, to: tcp)
+            tcp.closeAfterWriting()
+        }
+        guard tls, tcp.tls != nil else { return answer(tcp) }
+        RefusedTLSConnection(tcp: tcp, loop: loop, timeoutMilliseconds: requestTimeoutMilliseconds, answer: answer)
     }
 
     func connectionClosed(_ connection: HTTPServerConnection) {
@@ -256,6 +261,11 @@ public final class HTTPServer {
             return
         }
         for connection in state.upgraded.values { connection.tick(now: now) }
+        // A client that reads none of its answers for an idle timeout is gone or hostile: what
+        // waits for it is dropped, not held for good.
+        for connection in state.connections.values where connection.tcp.writeStalledMilliseconds(now: now) >= idleTimeoutMilliseconds {
+            connection.tcp.close()
+        }
         for connection in state.connections.values where connection.deadline <= now && !connection.hasPendingResponses && !connection.isClosing {
             if state.onDrained != nil {
                 connection.tcp.close()

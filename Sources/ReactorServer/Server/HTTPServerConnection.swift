@@ -22,6 +22,14 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         /// After this response the connection closes (a request without keep-alive, or an error).
         var closeAfter: UInt64?
         var isReadingPaused = false
+        /// The client reads its answers slower than it sends requests: more than `maxUnsentBytes` of
+        /// them wait unsent, so reading stopped, and what was read but not parsed waits in `unparsed`
+        /// until they drain.
+        var isOutputBlocked = false
+        var unparsed: [UInt8] = []
+        /// The request being read asked for `100 Continue` while answers to earlier ones were still
+        /// due: it goes out after them, in order (RFC 9110 §15.2), unless the body comes first.
+        var continueOwed = false
         /// Bytes that followed an upgrade request: they belong to the protocol that takes over.
         var upgradeLeftover: [UInt8] = []
         var isMidRequest = false
@@ -107,6 +115,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
             // Consumed: the request moves out of the event rather than being copied, buffer by buffer.
             switch consume event {
             case .request(let request):
+                state.continueOwed = false
                 // Bytes left over start the next request, which gets a deadline of its own.
                 state.isMidRequest = !input.isEmpty
                 deadline = server.now + (state.isMidRequest ? server.requestTimeoutMilliseconds : server.idleTimeoutMilliseconds)
@@ -120,8 +129,16 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                     parser.recycle(request)
                 }
             case .expectsContinue:
-                tcp.write(Self.continueLine)
+                if hasPendingResponses { state.continueOwed = true } else { tcp.write(Self.continueLine) }
             case .upgrade(let request, let leftover):
+                state.isMidRequest = false
+                if let problem = Self.hostProblem(request) {
+                    return fail(with: problem, head: request)
+                }
+                if request.method == .connect {
+                    // What follows a CONNECT is a tunnel's bytes, not a request: answered, then closed.
+                    return fail(with: .notImplemented("reactord does not implement CONNECT"), head: request)
+                }
                 guard request.headers.containsToken("websocket", in: "Upgrade") else {
                     // Another protocol (h2c, say): ignore the offer and go on speaking HTTP/1.1.
                     parser.declineUpgrade()
@@ -131,7 +148,6 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                     return
                 }
                 // HTTP ends here: the route answers 101 and takes the connection over, or refuses and closes.
-                state.isMidRequest = false
                 if !state.held.isEmpty || writeIsUnanswered {
                     state.held.append(.upgrade(request, leftover: leftover))
                 } else {
@@ -144,11 +160,31 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                 return
             }
             if tcp.isClosed { return }
+            if tcp.queuedBytes + tcp.batchedBytes > server.configuration.maxUnsentBytes {
+                // The answers so far go to the kernel now; past the bound, what it cannot take
+                // waits, and so does the rest of the input, until they drain.
+                guard tcp.sendBatchedBytes() else { return }
+                if tcp.queuedBytes > server.configuration.maxUnsentBytes {
+                    state.unparsed = Array(input)
+                    state.isOutputBlocked = true
+                    tcp.stopReading()
+                    return
+                }
+            }
         }
         if pendingCount >= server.configuration.maxPipelinedRequests && !state.isReadingPaused {
             state.isReadingPaused = true
             tcp.stopReading()
         }
+    }
+
+    override func connectionDidDrain(_ connection: TCPConnection) {
+        guard state.isOutputBlocked, !state.isClosing else { return }
+        state.isOutputBlocked = false
+        let unparsed = state.unparsed
+        state.unparsed = []
+        if !unparsed.isEmpty { unparsed.withUnsafeBytes { self.connection(connection, didRead: $0) } }
+        if !state.isOutputBlocked && !state.isReadingPaused && !tcp.isClosed { tcp.startReading() }
     }
 
     override func connectionDidEnd(_ connection: TCPConnection) {
@@ -259,9 +295,13 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
         if !state.held.isEmpty { dispatchHeld() }
         if tcp.isClosed { return }
+        if state.continueOwed && !hasPendingResponses {
+            state.continueOwed = false
+            tcp.write(Self.continueLine)
+        }
         if state.isReadingPaused && pendingCount < server.configuration.maxPipelinedRequests {
             state.isReadingPaused = false
-            tcp.startReading()
+            if !state.isOutputBlocked { tcp.startReading() }
         }
         if !hasPendingResponses && !state.isMidRequest {
             deadline = server.now + server.idleTimeoutMilliseconds

@@ -26,7 +26,7 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
         self.selection = selection
         self.configuration = configuration
         self.logger = logger
-        heartbeatEvery = UInt64(configuration.heartbeatInterval * 1000)
+        heartbeatEvery = milliseconds(seconds: configuration.heartbeatInterval)
         lastWrite = loop.now
         super.init()
         tcp.delegate = self

@@ -48,7 +48,7 @@ final class SubscriptionService<StateType: HostedState> {
     }
 
     private var timing: WebSocketServerConnection.Timing {
-        WebSocketServerConnection.Timing(pingAfter: UInt64(configuration.pingInterval * 1000), pongWithin: UInt64(configuration.pingTimeout * 1000))
+        WebSocketServerConnection.Timing(pingAfter: milliseconds(seconds: configuration.pingInterval), pongWithin: milliseconds(seconds: configuration.pingTimeout))
     }
 
     private func subscribe(_ request: HTTPRequest, context: RequestContext) -> HTTPResponse {
@@ -134,7 +134,9 @@ final class SubscriptionService<StateType: HostedState> {
         // HEAD gets the head a GET would, and no stream (RFC 9110 §9.3.2).
         if request.method == .head {
             if case .failure(let problem) = SubscriptionSelection.parse(request, lastEventID: request.headers["Last-Event-ID"]) { return problem.response }
-            return HTTPResponse(status: .ok, contentType: .eventStream, headers: [("Cache-Control", "no-cache")])
+            var head = HTTPResponse(status: .ok, contentType: .eventStream, headers: [("Cache-Control", "no-cache")])
+            head.lengthIsUnknown = true
+            return head
         }
         let selection: SubscriptionSelection
         let since: UInt64?

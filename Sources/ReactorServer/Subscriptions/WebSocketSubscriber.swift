@@ -122,7 +122,16 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
         reply(JSON.object(["type": "error", "id": id, "problem": problem.json]))
     }
 
+    /// An answer the client is owed cannot be dropped, as a patch can: a client that fires and
+    /// reads none of its answers is closed once more than `maxUnsentBytes` of them wait.
     private func reply(_ message: JSON) {
-        connection.send(text: message.jsonBytes)
+        guard !connection.isClosing else { return }
+        let bytes = message.jsonBytes
+        let unsent = connection.unsentBytes
+        guard unsent == 0 || unsent + bytes.count <= configuration.maxUnsentBytes else {
+            logger.notice("slow client closed: it reads none of its answers", metadata: ["unsent": "\(unsent)", "token": "\(principal?.name ?? "-")"])
+            return connection.close(.slowConsumer, reason: "too slow: more than \(configuration.maxUnsentBytes) bytes unsent")
+        }
+        connection.send(text: bytes)
     }
 }

@@ -95,6 +95,9 @@ final class MessageCompressor {
             if status == Z_MEM_ERROR { return .failure(.tooBig) }
             if status == Z_DATA_ERROR { return .failure(.invalid) }
         }
+        // Whole, a message ends at a block's end (RFC 7692 §7.2.2: the sender flushed it), where
+        // zlib says it stands between blocks (data_type's 128); cut short, it ends inside one.
+        if status != Z_STREAM_END && inflater.pointee.data_type & 128 == 0 { return .failure(.invalid) }
         return .success(output)
     }
 }
