@@ -614,6 +614,21 @@ def test_a_redis_that_refuses_writes_makes_the_node_unready_until_it_takes_them_
     assert fire(a, INCREMENT) == 2
 
 
+def test_a_node_given_redis_by_host_name_connects_and_reconnects(cluster):
+    """A host name is resolved off the loop thread (hiredis would block it on DNS), again at each
+    reconnection: `localhost` here, through the system's resolver."""
+    node = cluster._reactord("--redis", f"redis://localhost:{cluster.redis.port}", "--redis-key", cluster.key, "--node-name", "a",
+                             "--redis-timeout", str(REDIS_TIMEOUT))
+    node.name = "a"
+    wait_until(lambda: request(node, "GET", "/readyz").status == 200, 10, message="the node connects to localhost")
+    assert fire(node, INCREMENT) == 1
+    cluster.redis.stop(signal.SIGKILL)
+    cluster.redis.start()
+    wait_until(lambda: request(node, "GET", "/readyz").status == 200, RECOVERY_DEADLINE, message="the node reconnects")
+    assert cluster_info(node)["reconnects"] >= 1
+    assert fire(node, INCREMENT) == 2
+
+
 def test_nodes_not_heard_from_for_an_hour_are_forgotten(cluster):
     """The nodes hash does not grow with every name a node ever had (the default name holds the
     process ID): a node gone an hour, or a field that is no time, goes at the next heartbeat."""

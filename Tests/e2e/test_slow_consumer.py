@@ -222,15 +222,19 @@ def test_a_websocket_client_that_fires_and_reads_no_answers_is_closed_with_4008(
         server.wait_for_log("slow client closed")
         grown = rss_kib(server) - before
         assert grown < 20_000, f"the server holds {grown} KiB more for a client that reads nothing"
-        acks = 0
-        while True:
-            opcode, payload = client.recv()
-            if opcode == OP_CLOSE:
-                break
-            kind = json.loads(payload)["type"]
-            assert kind in ("ack", "patch"), payload[:200]
-            acks += kind == "ack"
-        assert int.from_bytes(payload[:2], "big") == 4008, payload
+        # Reading now: the answers sent before, then the close frame, unless the server already cut
+        # the connection (a peer that reads nothing gets 2 s to take its close frame).
+        acks, close = 0, None
+        with contextlib.suppress(ConnectionError, OSError):
+            while close is None:
+                opcode, payload = client.recv()
+                if opcode == OP_CLOSE:
+                    close = int.from_bytes(payload[:2], "big")
+                    break
+                kind = json.loads(payload)["type"]
+                assert kind in ("ack", "patch"), payload[:200]
+                acks += kind == "ack"
+        assert close in (4008, None), close
         assert acks < sent
         assert request(server, "GET", "/readyz").status == 200
     finally:

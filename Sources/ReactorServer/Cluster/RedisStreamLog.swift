@@ -138,12 +138,26 @@ public final class RedisStreamLog: SharedEventLog {
 
     // MARK: Connections
 
+    /// Opens both connections, to the address the host name resolves to now (resolved again at each
+    /// reconnection: a failover may move the name), looked up off the loop thread (`HostAddress`).
     private func connect() {
         guard !closed else { return }
         connectionState = "connecting"
         commandsAnswered = false
         tailAnswered = false
-        let commands = RedisConnection(loop: loop, host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds,
+        if let address = HostAddress.numeric(options.host) { return connect(to: address) }
+        let host = options.host
+        loop.runInThreadPool({ HostAddress.resolve(host) }) { [weak self] resolved in
+            guard let self, !closed else { return }
+            switch resolved {
+            case .success(let address): connect(to: address)
+            case .failure(let failure): lost("cannot resolve \(host): \(failure.reason)", pauseMilliseconds: 1_000)
+            }
+        }
+    }
+
+    private func connect(to address: String) {
+        let commands = RedisConnection(loop: loop, host: address, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds,
                                        onConnected: { [unowned self] in
                                            authenticate(self.commands)
                                            self.commands?.send(RedisCommand.encode(["PING"])) { [unowned self] reply in
@@ -153,7 +167,7 @@ public final class RedisStreamLog: SharedEventLog {
                                            }
                                        },
                                        onClosed: { [unowned self] reason in lost(reason) })
-        let tail = RedisConnection(loop: loop, host: options.host, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds,
+        let tail = RedisConnection(loop: loop, host: address, port: options.port, timeoutMilliseconds: options.timeoutMilliseconds,
                                    onConnected: { [unowned self] in
                                        authenticate(self.tail)
                                        self.tail?.send(RedisCommand.encode(["PING"])) { [unowned self] reply in
