@@ -41,4 +41,15 @@ static inline void cuv_ssl_ctx_offer_http11(SSL_CTX *context) {
     SSL_CTX_set_alpn_select_cb(context, cuv_alpn_select_http11, NULL);
 }
 
+/* Bytes written to a TCP socket that its peer has not acknowledged yet, sent or not (SIOCOUTQ;
+   ioctl is variadic, which Swift cannot call). -1 when the kernel does not say. */
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+static inline int cuv_tcp_unacknowledged_bytes(uv_tcp_t *tcp) {
+    uv_os_fd_t fd;
+    int count = 0;
+    if (uv_fileno((const uv_handle_t *)tcp, &fd) != 0 || ioctl(fd, SIOCOUTQ, &count) != 0) return -1;
+    return count;
+}
+
 #endif

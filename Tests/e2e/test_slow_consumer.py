@@ -239,3 +239,33 @@ def test_a_websocket_client_that_fires_and_reads_no_answers_is_closed_with_4008(
         assert request(server, "GET", "/readyz").status == 200
     finally:
         client.close()
+
+
+def test_a_large_answer_read_slowly_is_not_cut_off_at_the_idle_timeout(reactord):
+    """A client that reads, however slowly, is not one that reads nothing: a 4 MB state read in
+    64 KB steps over several idle timeouts arrives whole."""
+    server = reactord("--idle-timeout", "1", "--request-timeout", "1", "--max-body-bytes", str(8 << 20))
+    blob = "y" * (4 << 20)
+    assert post_events(server, {"type": "set", "path": "/blob", "value": blob}).status == 200
+    slow = socket.create_connection(("127.0.0.1", server.port))
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    try:
+        slow.sendall(b"GET /state HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = b""
+        started = time.monotonic()
+        while True:
+            chunk = slow.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+            head, _, body = received.partition(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))) if body else None
+            if length is not None and len(body) >= length:
+                break
+            time.sleep(0.05)
+        elapsed = time.monotonic() - started
+        assert length is not None and len(body) >= length, f"the answer stopped after {len(received)} bytes, {elapsed:.1f} s in"
+        assert elapsed > 1.5, f"read in {elapsed:.1f} s: not slower than the idle timeout, which proves nothing"
+        assert json.loads(body[:length])["blob"] == blob
+    finally:
+        slow.close()

@@ -48,8 +48,10 @@ public final class TCPConnection {
         var lingerTimer: LoopHandle<uv_timer_t>?
         /// Bytes the kernel has not taken yet, queued in libuv (not counting those in the loop's batch).
         var queuedBytes = 0
-        /// Loop time (ms) the kernel last took queued bytes, or bytes were first queued.
+        /// Loop time (ms) the peer was last seen reading, or bytes were first queued, and the bytes
+        /// on their way then (`writeStalledMilliseconds`).
         var writeProgressAt: UInt64 = 0
+        var queueSizeAtProgress = 0
         /// Bytes held for this connection in the loop's `WriteBatch`.
         var batchedBytes = 0
         var isDeliveringRead = false
@@ -66,10 +68,17 @@ public final class TCPConnection {
 
     /// Bytes the kernel has not taken yet, queued in libuv (not counting those in the loop's batch).
     public var queuedBytes: Int { state.queuedBytes }
-    /// How long (ms, to loop time `now`) bytes have waited with the kernel taking none of them: 0
-    /// when none wait.
+    /// How long (ms, to loop time `now`) bytes have waited with the peer reading none of them: 0
+    /// when none wait. Progress is seen when asked, as the bytes on their way shrink: libuv's queue
+    /// and what the kernel holds unacknowledged. (libuv reports a write only once the kernel took all
+    /// of it, and the kernel takes nothing while its buffer, seconds of a slow reader's worth, is
+    /// more than a third full: neither alone tells a slow reader from one that reads nothing.)
     public func writeStalledMilliseconds(now: UInt64) -> UInt64 {
-        state.queuedBytes == 0 ? 0 : now &- state.writeProgressAt
+        guard state.queuedBytes > 0 else { return 0 }
+        let onTheirWay = uv_stream_get_write_queue_size(handle.stream) + Int(max(0, cuv_tcp_unacknowledged_bytes(handle)))
+        if onTheirWay < state.queueSizeAtProgress { state.writeProgressAt = now }
+        state.queueSizeAtProgress = onTheirWay
+        return now &- state.writeProgressAt
     }
     public var isClosed: Bool { state.isClosed }
     /// The TLS session, on a TLS listener's connections.
@@ -232,7 +241,10 @@ public final class TCPConnection {
             }
         }
         let request = WriteRequest(copying: UnsafeRawBufferPointer(rebasing: bytes[offset...]), connection: self)
-        if state.queuedBytes == 0 { state.writeProgressAt = loop.now }
+        if state.queuedBytes == 0 {
+            state.writeProgressAt = loop.now
+            state.queueSizeAtProgress = 0
+        }
         state.queuedBytes += request.count
         request.start(on: handle.stream)
     }

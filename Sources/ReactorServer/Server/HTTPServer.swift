@@ -264,6 +264,7 @@ public final class HTTPServer {
         // A client that reads none of its answers for an idle timeout is gone or hostile: what
         // waits for it is dropped, not held for good.
         for connection in state.connections.values where connection.tcp.writeStalledMilliseconds(now: now) >= idleTimeoutMilliseconds {
+            logger.notice("connection closed: its client read none of its answers for the idle timeout", metadata: ["unsent": "\(connection.tcp.queuedBytes)"])
             connection.tcp.close()
         }
         for connection in state.connections.values where connection.deadline <= now && !connection.hasPendingResponses && !connection.isClosing {
