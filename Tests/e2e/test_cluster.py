@@ -512,16 +512,6 @@ def test_redis_restarted_empty_is_noticed_and_writes_are_refused_not_a_new_histo
         assert not pushed, f"the subscriber on B was shown another history: {pushed[:3]}"
 
 
-@contextlib.contextmanager
-def frozen(node):
-    """The node stopped (SIGSTOP) in the block, and thawed after it whatever happens."""
-    node.process.send_signal(signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        node.process.send_signal(signal.SIGCONT)
-
-
 def assert_refuses_another_history(node, state, version: int, ws) -> None:
     """`node`, thawed in front of a Redis holding another history, says so, refuses writes, stays
     unready, keeps its own state, and pushes nothing of the other history to its subscriber."""
