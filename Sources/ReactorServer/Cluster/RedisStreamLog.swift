@@ -54,6 +54,8 @@ public final class RedisStreamLog: SharedEventLog {
     public var appliedVersion: (() -> UInt64)?
 
     public let options: Options
+    /// The node's name as every append and heartbeat sends it, and as its entries hold it.
+    private let nodeBytes: [UInt8]
     public let keys: ClusterKeys
     public let epoch: String
     /// "connected", "connecting", or why the connection is down ("disconnected: ...",
@@ -102,6 +104,7 @@ public final class RedisStreamLog: SharedEventLog {
     public init(loop: EventLoop, options: Options, epoch: String, version: UInt64, head: UInt64? = nil, snapshotVersion: UInt64, logger: Logger) {
         self.loop = loop
         self.options = options
+        nodeBytes = Array(options.node.utf8)
         self.keys = ClusterKeys(cluster: options.cluster)
         self.epoch = epoch
         self.logger = logger
@@ -348,7 +351,7 @@ public final class RedisStreamLog: SharedEventLog {
         // so a head below it means Redis lost events. (What the tail brings meanwhile does not count.)
         let appliedWhenAsked = appliedVersion?() ?? 0
         let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.heartbeatSHA.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.nodes.utf8),
-                                    Array(options.node.utf8), Array(String(ClusterScripts.forgetNodesAfterMilliseconds).utf8)]
+                                    nodeBytes, Array(String(ClusterScripts.forgetNodesAfterMilliseconds).utf8)]
         send(script: ClusterScripts.heartbeat, arguments: arguments, on: commands) { [weak self] reply in
             guard let self else { return }
             if case .error(let message) = reply { return refusesWrites(message) }
@@ -418,7 +421,7 @@ public final class RedisStreamLog: SharedEventLog {
         var arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.appendSHA.utf8), Array(String(2 + answers.count).utf8),
                                     Array(keys.meta.utf8), Array(keys.log.utf8)]
         arguments += answers.map { Array(keys.idempotency($0.key).utf8) }
-        arguments += [Array(String(first.version - 1).utf8), Array(epoch.utf8), Array(options.node.utf8),
+        arguments += [Array(String(first.version - 1).utf8), Array(epoch.utf8), nodeBytes,
                       Array(String(records.count).utf8), group, Array(String(refusedInARow).utf8)]
         for answer in answers { arguments += [answer.entry.bytes, Array(String(answer.milliseconds).utf8)] }
         send(script: ClusterScripts.append, arguments: arguments, on: commands) { [weak self] reply in
@@ -430,7 +433,7 @@ public final class RedisStreamLog: SharedEventLog {
                 refusedInARow = 0
                 writesRefused = nil
                 lastVersion = UInt64(head) ?? lastVersion
-                know(StreamEntryFormat.Identity(version: lastVersion, node: Array(options.node.utf8), records: group))
+                know(StreamEntryFormat.Identity(version: lastVersion, node: nodeBytes, records: group))
                 statistics.bytesAppended += UInt64(records.reduce(0) { $0 + $1.payload.count })
                 confirmByReplicas(commands) { [weak self] confirmed in
                     guard let self else { return }
