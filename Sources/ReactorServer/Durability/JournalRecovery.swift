@@ -52,19 +52,31 @@ public struct JournalRecovery: Sendable {
         var expected = snapshotVersion + 1
 
         var segments = try directory.segmentVersions()
-        // A segment created, then cut by a crash before its header was whole, holds nothing. It goes
-        // before anything is read, so that the segment before it is read as the last: a crash while
-        // a segment begins can leave that one's end torn too (with `--fsync never`).
+        // A segment created, then cut by a crash before its header was whole, holds nothing: its
+        // file is shorter than a header, or zeros only (a filesystem that had grown it but not yet
+        // written it; no record is written before the header is synced). It goes before anything is
+        // read, so that the segment before it is read as the last: a crash while a segment begins
+        // can leave that one's end torn too (with `--fsync never`).
+        var newestBytes: [UInt8]?
         if let newest = segments.last {
             let file = directory.segmentPath(firstVersion: newest)
-            var status = stat()
-            if stat(file, &status) == 0, Int(status.st_size) < JournalFormat.headerSize {
-                report.warnings.append("journal/\((file as NSString).lastPathComponent): a segment header cut short (\(status.st_size) bytes); \(repair ? "removed" : "to be removed")")
+            let bytes = try directory.readFile(file)
+            let unfinished: String? = if bytes.count < JournalFormat.headerSize {
+                "a segment header cut short (\(bytes.count) bytes)"
+            } else if bytes.allSatisfy({ $0 == 0 }) {
+                "a segment of zeros only (\(bytes.count) bytes), its header never written"
+            } else {
+                nil
+            }
+            newestBytes = bytes
+            if let unfinished {
+                report.warnings.append("journal/\((file as NSString).lastPathComponent): \(unfinished); \(repair ? "removed" : "to be removed")")
                 if repair {
                     unlink(file)
                     try directory.fsyncDirectory(directory.journalPath)
                 }
                 segments.removeLast()
+                newestBytes = nil
             }
         }
         for (index, first) in segments.enumerated() {
@@ -76,7 +88,7 @@ public struct JournalRecovery: Sendable {
             report.segments.append(first)
             let file = directory.segmentPath(firstVersion: first)
             let relative = "journal/" + (file as NSString).lastPathComponent
-            let bytes = try directory.readFile(file)
+            let bytes = try isLast ? newestBytes ?? directory.readFile(file) : directory.readFile(file)
             let headerVersion: UInt64
             let format: UInt16
             switch bytes.withUnsafeBytes({ JournalFormat.parseHeaderAndFormat($0, kind: .segment) }) {
