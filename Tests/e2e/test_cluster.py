@@ -710,6 +710,48 @@ def test_a_keyed_append_delayed_past_a_short_window_still_applies_once(cluster):
         proxy.close()
 
 
+@pytest.mark.time_limit(60)
+def test_a_keyed_append_landing_after_its_claim_ran_out_is_fenced_off(cluster):
+    """Node a's keyed append is held 6 s on its way to Redis; a gives up after its 1 s timeout, and
+    the key's claim runs out at 3 s. At 4 s a retry reaches b, which claims the key, its append
+    held 4 s. a's append lands first, at 6 s: it must not go in, the key holding b's claim now;
+    b's lands at 8 s and applies the increment once. Before the fence a's append went in (its
+    version was still the head) and b's, refused as behind, was applied again on top: n == 3."""
+    proxy_a = HoldingProxy(cluster.redis.port, (b"EVALSHA", b":idem:", b":log"), seconds=6)
+    proxy_b = HoldingProxy(cluster.redis.port, (b"EVALSHA", b":idem:", b":log"), seconds=4)
+    try:
+        a = cluster._reactord("--redis", f"redis://{HOST}:{proxy_a.port}", "--redis-key", cluster.key, "--node-name", "a",
+                              "--redis-timeout", "1", "--idempotency-window", "1")
+        b = cluster._reactord("--redis", f"redis://{HOST}:{proxy_b.port}", "--redis-key", cluster.key, "--node-name", "b",
+                              "--redis-timeout", "10", "--idempotency-window", "1")
+        for node in (a, b):
+            wait_until(lambda: request(node, "GET", "/readyz").status == 200, 10, message="the node connects through its proxy")
+        c = cluster.node("c")
+        # Redis learns the append script from a first (unkeyed) append: held unknown, the late
+        # append would be refused as NOSCRIPT and never run, whatever the fence.
+        assert fire(a, INCREMENT) == 1
+        started = time.monotonic()
+        first = request(a, "POST", "/events", body=INCREMENT, headers={"Content-Type": "application/json", **keyed("late")}, timeout=30)
+        assert proxy_a.held.is_set(), "a's keyed append never went through its proxy"
+        assert_problem(first, 503, "journal-unavailable")
+        time.sleep(max(0.0, 4 - (time.monotonic() - started)))
+        retry: dict = {}
+        sender = threading.Thread(target=lambda: retry.update(answer=request(b, "POST", "/events", body=INCREMENT, headers={"Content-Type": "application/json", **keyed("late")}, timeout=30)), daemon=True)
+        sender.start()
+        assert proxy_b.held.wait(5), "b's keyed append never went through its proxy"
+        sender.join(20)
+        assert retry["answer"].status == 200 and retry["answer"].json() == {"version": 2}, retry
+        assert_converged([b, c], 2, {"n": 2})
+        wait_until(lambda: request(a, "GET", "/readyz").status == 200, 15, message="a reconnects and catches up")
+        assert_converged([a, b, c], 2, {"n": 2})
+        assert_contiguous_stream(cluster.redis, cluster.key, 2)
+        again = post_events(c, INCREMENT, headers=keyed("late"))
+        assert again.status == 200 and again.json() == {"version": 2} and again.header("Idempotent-Replayed") == "true", again
+    finally:
+        proxy_a.close()
+        proxy_b.close()
+
+
 def test_an_event_refused_by_the_caught_up_state_answers_422_not_5xx(cluster):
     a, b = cluster.nodes("a", "b")
     rounds = 15

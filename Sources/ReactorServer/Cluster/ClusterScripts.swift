@@ -46,13 +46,16 @@ public enum ClusterScripts {
     /// Compare-and-append. KEYS: meta, log, then any idempotency keys the records answer. ARGV: the
     /// version the caller's records follow, the epoch it knows, its node name, the number of
     /// records, the records (`StreamEntryFormat.group`), how many of its appends in a row were
-    /// refused or told to wait, then for each idempotency key its answer and lifetime in ms.
-    /// Appends them as one entry, with the version of the last one, only if the stream's head is the
-    /// expected version and the epoch is the caller's; the keys' answers are set with it.
+    /// refused or told to wait, then for each idempotency key its answer, lifetime in ms, and the
+    /// claim its request holds it by. Appends them as one entry, with the version of the last one,
+    /// only if the stream's head is the expected version, the epoch is the caller's and every key
+    /// still holds its request's claim; the keys' answers are set with it.
     /// Answers `{"ok", head}`, `{"behind", head}` (nothing written: the caller's tail brings what
     /// the others appended, and it tries again on top), `{"wait", head}` (nothing written: another
-    /// node holds the next append; the caller's tail brings it), or `{"epoch", epoch}` (the history
-    /// the caller knows is not this Redis's).
+    /// node holds the next append; the caller's tail brings it), `{"fenced", key}` (nothing
+    /// written: the claim on that key ran out and it holds another request's claim or answer, which
+    /// may have applied the same events), or `{"epoch", epoch}` (the history the caller knows is not
+    /// this Redis's).
     ///
     /// The claim keeps appends fair: the node whose append succeeds has its next group ready first,
     /// while the others must apply its events and theirs again, so under load it would win again and
@@ -72,11 +75,14 @@ public enum ClusterScripts {
           return {'behind', tostring(head)}
         end
         if claimed and meta[3] ~= ARGV[3] then return {'wait', tostring(head)} end
+        for i = 3, #KEYS do
+          if redis.call('GET', KEYS[i]) ~= ARGV[3 * i] then return {'fenced', KEYS[i]} end
+        end
         head = head + tonumber(ARGV[4])
         redis.call('XADD', KEYS[2], string.format('%d-0', head), 'n', ARGV[3], 'g', ARGV[5])
         redis.call('HSET', KEYS[1], 'version', head)
         if meta[3] then redis.call('HDEL', KEYS[1], 'claim', 'claimedAt') end
-        for i = 3, #KEYS do redis.call('SET', KEYS[i], ARGV[2 * i + 1], 'PX', ARGV[2 * i + 2]) end
+        for i = 3, #KEYS do redis.call('SET', KEYS[i], ARGV[3 * i - 2], 'PX', ARGV[3 * i - 1]) end
         return {'ok', tostring(head)}
         """
 
@@ -123,6 +129,16 @@ public enum ClusterScripts {
         if kept then return kept end
         redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
         return false
+        """
+
+    /// Answers a claimed idempotency key, or frees it, only while it still holds the claim: a claim
+    /// that ran out may have been taken by a retry since, whose answer this must not replace.
+    /// KEYS: the key. ARGV: the claim, then the answer and its lifetime in ms (none: the key is freed).
+    /// Answers 1 when settled, 0 when the key no longer held the claim.
+    public static let settleIdempotencyKey = """
+        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        if ARGV[2] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) else redis.call('DEL', KEYS[1]) end
+        return 1
         """
 
     /// Creates the cluster if there is none. KEYS: meta, snapshot. ARGV: a new epoch, the initial

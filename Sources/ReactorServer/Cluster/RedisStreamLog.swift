@@ -97,6 +97,7 @@ public final class RedisStreamLog: SharedEventLog {
     private static let appendSHA = sha1Hex(ClusterScripts.append)
     private static let snapshotSHA = sha1Hex(ClusterScripts.saveSnapshot)
     private static let claimSHA = sha1Hex(ClusterScripts.claimIdempotencyKey)
+    private static let settleSHA = sha1Hex(ClusterScripts.settleIdempotencyKey)
     private static let heartbeatSHA = sha1Hex(ClusterScripts.heartbeat)
 
     /// A log over a cluster found (or created) by `ClusterBootstrap`, whose state this server has
@@ -423,7 +424,7 @@ public final class RedisStreamLog: SharedEventLog {
         arguments += answers.map { Array(keys.idempotency($0.key).utf8) }
         arguments += [Array(String(first.version - 1).utf8), Array(epoch.utf8), nodeBytes,
                       Array(String(records.count).utf8), group, Array(String(refusedInARow).utf8)]
-        for answer in answers { arguments += [answer.entry.bytes, Array(String(answer.milliseconds).utf8)] }
+        for answer in answers { arguments += [answer.entry.bytes, Array(String(answer.milliseconds).utf8), answer.claim.bytes] }
         send(script: ClusterScripts.append, arguments: arguments, on: commands) { [weak self] reply in
             guard let self else { return }
             let parts = reply.elements ?? []
@@ -456,6 +457,8 @@ public final class RedisStreamLog: SharedEventLog {
                 conflicts += 1
                 refusedInARow += 1
                 completion(.failure(EventLogError(.behind(head: head + 1), "another node holds the append after version \(head)")))
+            case ("fenced", _):
+                completion(.failure(EventLogError(.fenced, "an idempotency key these events answer was claimed by another request after this one's claim ran out (the append took longer than the claim lasts); nothing was written")))
             case ("epoch", let found):
                 historyLost(found: found.flatMap { $0.isEmpty ? nil : $0 })
                 completion(.failure(EventLogError(.diverged, lostHistory ?? "the cluster's epoch changed")))
@@ -568,7 +571,7 @@ public final class RedisStreamLog: SharedEventLog {
 
     // MARK: Idempotency keys
 
-    public func claimIdempotencyKey(_ key: String, fingerprint: String, milliseconds: UInt64,
+    public func claimIdempotencyKey(_ key: String, claim: SharedIdempotencyEntry, milliseconds: UInt64,
                                     completion: @escaping (Result<SharedIdempotencyEntry?, EventLogError>) -> Void) {
         if let lostHistory { return completion(.failure(EventLogError(.diverged, lostHistory))) }
         guard let commands, isConnected else {
@@ -580,7 +583,7 @@ public final class RedisStreamLog: SharedEventLog {
         // may still go in after it.
         let lifetime = max(milliseconds, 2 * options.timeoutMilliseconds + 1_000)
         let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.claimSHA.utf8), Array("1".utf8), Array(keys.idempotency(key).utf8),
-                                    SharedIdempotencyEntry.inFlight(fingerprint: fingerprint).bytes, Array(String(lifetime).utf8)]
+                                    claim.bytes, Array(String(lifetime).utf8)]
         send(script: ClusterScripts.claimIdempotencyKey, arguments: arguments, on: commands) { reply in
             switch reply {
             case .null:
@@ -596,11 +599,11 @@ public final class RedisStreamLog: SharedEventLog {
         }
     }
 
-    public func settleIdempotencyKey(_ key: String, entry: SharedIdempotencyEntry?, milliseconds: UInt64) {
+    public func settleIdempotencyKey(_ key: String, claim: SharedIdempotencyEntry, entry: SharedIdempotencyEntry?, milliseconds: UInt64) {
         guard let commands, isConnected else { return }
-        let command = entry.map { RedisCommand.encode([Array("SET".utf8), Array(keys.idempotency(key).utf8), $0.bytes, Array("PX".utf8), Array(String(milliseconds).utf8)]) }
-            ?? RedisCommand.encode(["DEL", keys.idempotency(key)])
-        commands.send(command) { _ in }
+        var arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.settleSHA.utf8), Array("1".utf8), Array(keys.idempotency(key).utf8), claim.bytes]
+        if let entry { arguments += [entry.bytes, Array(String(milliseconds).utf8)] }
+        send(script: ClusterScripts.settleIdempotencyKey, arguments: arguments, on: commands) { _ in }
     }
 
     public func close(completion: @escaping () -> Void) {

@@ -18,13 +18,15 @@ public protocol SharedEventLog: EventLog {
     /// the requests whose events these are): both go in, or neither.
     func append(_ records: [LogRecord], answering answers: [IdempotencyAnswer], completion: @escaping (Result<Void, EventLogError>) -> Void)
 
-    /// Claims an idempotency key for all the servers sharing the log, for `milliseconds`:
-    /// `completion` gets nil when this server has it (and then `settle`s it), or the entry another
+    /// Claims an idempotency key for all the servers sharing the log, for `milliseconds` at least,
+    /// with `claim` (`SharedIdempotencyEntry.newClaim`): `completion` gets nil when this server has
+    /// it (and then appends its answer with its events, or `settle`s it), or the entry another
     /// request made first.
-    func claimIdempotencyKey(_ key: String, fingerprint: String, milliseconds: UInt64,
+    func claimIdempotencyKey(_ key: String, claim: SharedIdempotencyEntry, milliseconds: UInt64,
                              completion: @escaping (Result<SharedIdempotencyEntry?, EventLogError>) -> Void)
-    /// Records the answer to a claimed key, or gives the key up (nil: a retry may try again).
-    func settleIdempotencyKey(_ key: String, entry: SharedIdempotencyEntry?, milliseconds: UInt64)
+    /// Records the answer to a key claimed with `claim`, or gives the key up (nil: a retry may try
+    /// again); nothing, if the key no longer holds that claim.
+    func settleIdempotencyKey(_ key: String, claim: SharedIdempotencyEntry, entry: SharedIdempotencyEntry?, milliseconds: UInt64)
 }
 
 /// What a server sharing a log knows of it.

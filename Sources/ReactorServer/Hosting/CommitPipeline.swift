@@ -81,6 +81,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         let key: String
         let fingerprint: String
         let milliseconds: UInt64
+        /// In a cluster, the claim the request holds the key by (the append is fenced off without it).
+        var claim: SharedIdempotencyEntry? = nil
     }
 
     /// What a client waiting on its event learns: the version it was published at, or the problem
@@ -367,7 +369,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         let answers = shared == nil ? [] : batch.compactMap { entry in
             entry.answeredKey.map { key in
                 IdempotencyAnswer(key: key.key, entry: .answered(fingerprint: key.fingerprint, status: HTTPStatus.ok.code, body: Self.answeredBody(entry)),
-                                  milliseconds: key.milliseconds)
+                                  // Set in a cluster; an empty claim would be fenced off, the safe way to fail.
+                                  milliseconds: key.milliseconds, claim: key.claim ?? .inFlight(fingerprint: key.fingerprint, claim: ""))
             }
         }
         if let shared, !answers.isEmpty {
@@ -473,17 +476,28 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     /// The log refused a batch: undo everything applied since the last published state and answer
     /// everyone waiting with a 503.
     private func fail(_ error: EventLogError) {
-        logger.error("the journal refused events; they are undone and not acknowledged", metadata: [
-            "error": "\(error)", "published": "\(publishedVersion)",
-        ])
-        progress.failure = error
+        if error.kind == .fenced {
+            // The log is sound; only this group could not go in as it was.
+            logger.warning("an append was fenced off; its events are undone and not acknowledged", metadata: [
+                "error": "\(error)", "published": "\(publishedVersion)",
+            ])
+        } else {
+            logger.error("the journal refused events; they are undone and not acknowledged", metadata: [
+                "error": "\(error)", "published": "\(publishedVersion)",
+            ])
+            progress.failure = error
+        }
         progress.pending.removeAll()
         endHandover()
         metrics.eventsUndone += core.version - publishedVersion
         let (version, state) = published
         restoreCore(to: state, version: version)
         let problem = Problem.journalUnavailable(error)
-        while let waiter = progress.waiters.popFirst() { waiter.resume(.failure(problem)) }
+        // Taken out first: an event fired from a waiter's answer is applied on the restored state,
+        // and waits for an append of its own.
+        let refused = progress.waiters
+        progress.waiters.removeAll()
+        for waiter in refused { waiter.resume(.failure(problem)) }
     }
 
     // MARK: A shared log

@@ -50,10 +50,11 @@ final class EventService<StateType: HostedState> {
         let window = idempotencyWindowMilliseconds
         // Claimed for as long as a request can take, and kept for the window once answered: a key
         // whose first request died with its node is free again soon, not after the whole window.
-        shared.claimIdempotencyKey(sharedKey, fingerprint: sharedFingerprint, milliseconds: min(window, IdempotencyCache.sharedClaimMilliseconds)) { [self] claim in
+        let ownClaim = SharedIdempotencyEntry.newClaim(fingerprint: sharedFingerprint)
+        shared.claimIdempotencyKey(sharedKey, claim: ownClaim, milliseconds: min(window, IdempotencyCache.sharedClaimMilliseconds)) { [self] claim in
             switch claim {
             case .success(nil):
-                let answeredWithEvent = CommitPipeline<StateType>.AnsweredKey(key: sharedKey, fingerprint: sharedFingerprint, milliseconds: window)
+                let answeredWithEvent = CommitPipeline<StateType>.AnsweredKey(key: sharedKey, fingerprint: sharedFingerprint, milliseconds: window, claim: ownClaim)
                 applyEvents(request, context: context, answeredKey: answeredWithEvent) { [idempotency] response in
                     idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
                     // A server error may hide events that went in (an append Redis ran but did not
@@ -62,7 +63,7 @@ final class EventService<StateType: HostedState> {
                     // retry that would apply the events again.
                     if response.status.code < 500 {
                         let answered = SharedIdempotencyEntry.answered(fingerprint: sharedFingerprint, status: response.status.code, body: response.body)
-                        shared.settleIdempotencyKey(sharedKey, entry: IdempotencyCache.remembers(response.status.code) ? answered : nil, milliseconds: window)
+                        shared.settleIdempotencyKey(sharedKey, claim: ownClaim, entry: IdempotencyCache.remembers(response.status.code) ? answered : nil, milliseconds: window)
                     }
                     respond(response)
                 }

@@ -36,6 +36,8 @@ final class SharedLogPipelineTests: XCTestCase {
         var statistics = EventLogStatistics()
         var refusals = 0
         var reads = 0
+        /// Keys whose claims ran out and were taken by another request: appends answering them are fenced off.
+        var takenKeys: Set<String> = []
         /// What another server appends is handed over only when the test says so (`handOver`).
         var tailHeld = false
         private var unhanded: [LogRecord] = []
@@ -61,6 +63,9 @@ final class SharedLogPipelineTests: XCTestCase {
                 if records.first!.version - 1 != lastVersion {
                     refusals += 1
                     return completion(.failure(EventLogError(.behind(head: lastVersion), "behind")))
+                }
+                if answers.contains(where: { takenKeys.contains($0.key) }) {
+                    return completion(.failure(EventLogError(.fenced, "fenced")))
                 }
                 stream += records
                 self.answers += answers
@@ -129,11 +134,11 @@ final class SharedLogPipelineTests: XCTestCase {
             completion(.success(nil))
         }
         func close(completion: @escaping () -> Void) { completion() }
-        func claimIdempotencyKey(_ key: String, fingerprint: String, milliseconds: UInt64,
+        func claimIdempotencyKey(_ key: String, claim: SharedIdempotencyEntry, milliseconds: UInt64,
                                  completion: @escaping (Result<SharedIdempotencyEntry?, EventLogError>) -> Void) {
             completion(.success(nil))
         }
-        func settleIdempotencyKey(_ key: String, entry: SharedIdempotencyEntry?, milliseconds: UInt64) {}
+        func settleIdempotencyKey(_ key: String, claim: SharedIdempotencyEntry, entry: SharedIdempotencyEntry?, milliseconds: UInt64) {}
     }
 
     final class Harness: @unchecked Sendable {  // @unchecked: used on the loop thread only (see onLoop)
@@ -428,7 +433,7 @@ final class SharedLogPipelineTests: XCTestCase {
     /// event was appended at, also when it was applied again after the others' events.
     func testAnIdempotencyKeyIsAnsweredByTheAppendThatCarriesItsEvent() {
         let harness = harness()
-        let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000)
+        let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000, claim: Self.claim)
         let answer: Answer = onLoop { finish in
             harness.log.holding = true
             let applied = harness.core.fireIfIdle(event: Self.increment, origin: nil)
@@ -440,7 +445,40 @@ final class SharedLogPipelineTests: XCTestCase {
         }
         XCTAssertEqual(answer, .version(2))
         let answers: [IdempotencyAnswer] = onLoop { finish in finish(harness.log.answers) }
-        XCTAssertEqual(answers, [IdempotencyAnswer(key: "k", entry: .answered(fingerprint: "f", status: 200, body: Array(#"{"version":2}"#.utf8)), milliseconds: 1_000)])
+        XCTAssertEqual(answers, [IdempotencyAnswer(key: "k", entry: .answered(fingerprint: "f", status: 200, body: Array(#"{"version":2}"#.utf8)), milliseconds: 1_000,
+                                                   claim: Self.claim)])
+    }
+
+    private static let claim = SharedIdempotencyEntry.inFlight(fingerprint: "f", claim: "c1")
+
+    /// An append whose key another request took meanwhile is fenced off: its events are undone and
+    /// answered 503 (a retry finds the other request's answer), and the next append goes in, the
+    /// server ready all along.
+    func testAnAppendFencedOffByATakenKeyIsUndoneAndTheNextGoesIn() {
+        let harness = harness()
+        let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000, claim: Self.claim)
+        let answers: [Answer] = onLoop { finish in
+            harness.log.takenKeys = ["k"]
+            guard case .success(let keyed)? = harness.core.fireIfIdle(event: Self.increment, origin: nil),
+                  case .success(let unkeyed)? = harness.core.fireIfIdle(event: Self.increment, origin: nil) else {
+                return XCTFail("the increments apply here first")
+            }
+            harness.pipeline.answer(key, withEventOf: keyed)
+            var answers: [Answer] = []
+            harness.pipeline.whenPublished(keyed) { answers.append(Answer($0)) }
+            harness.pipeline.whenPublished(unkeyed) { outcome in
+                answers.append(Answer(outcome))
+                guard case .success(let next)? = harness.core.fireIfIdle(event: Self.increment, origin: nil) else {
+                    return XCTFail("the core takes events after a fenced append")
+                }
+                harness.pipeline.whenPublished(next) { outcome in finish(answers + [Answer(outcome)]) }
+            }
+        }
+        XCTAssertEqual(answers, [.status(503), .status(503), .version(1)])
+        let (stream, healthy): ([UInt64], Bool) = onLoop { finish in finish((harness.log.stream.map(\.version), harness.pipeline.isHealthy)) }
+        XCTAssertEqual(stream, [1])
+        XCTAssertTrue(healthy)
+        XCTAssertEqual(settled(harness).root, ["n": 1])
     }
 
     /// Applies a request of two events, `set /a` and an increment, as `EventPath` does one posted
@@ -456,7 +494,7 @@ final class SharedLogPipelineTests: XCTestCase {
     /// event is finally appended at, the same the client is answered with.
     func testARequestsIdempotencyAnswerIsAppendedWithItsLastEventAtItsFinalVersion() {
         let harness = harness()
-        let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000)
+        let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000, claim: Self.claim)
         let answer: Answer = onLoop { finish in
             harness.log.holding = true
             guard let version = Self.fireRequestOfTwo(harness) else { return XCTFail("the request applies here first") }
@@ -468,7 +506,7 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(answer, .version(3))
         let answers: [IdempotencyAnswer] = onLoop { finish in finish(harness.log.answers) }
         XCTAssertEqual(answers, [IdempotencyAnswer(key: "k", entry: .answered(fingerprint: "f", status: 200, body: Array(#"{"version":3,"applied":2}"#.utf8)),
-                                                   milliseconds: 1_000)])
+                                                   milliseconds: 1_000, claim: Self.claim)])
     }
 
     /// The events of one request, refused by the log because others appended first, are applied
