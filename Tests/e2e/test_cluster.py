@@ -633,6 +633,26 @@ def test_nodes_not_heard_from_for_an_hour_are_forgotten(cluster):
     wait_until(lambda: "recent" in node_names(cluster_info(a)["nodes"]), 5, message="a recent peer is listed")
 
 
+def test_two_nodes_started_under_one_name_say_so_and_keep_serving(cluster):
+    """Two nodes given the same --node-name: each finds the other's heartbeats under its name and
+    says so in /cluster (and its log), ready all along; once one stops, the other stops saying it.
+    A node restarted under its own name is no clash: the name's last beat is its own past one."""
+    a = cluster.node("a")
+    first, second = cluster.node("twin"), cluster.node("twin")
+    for node in (first, second):
+        wait_until(lambda: "nameClash" in cluster_info(node), 5, message="the node notices the other under its name")
+        assert "--node-name" in cluster_info(node)["nameClash"]
+        assert request(node, "GET", "/readyz").status == 200
+    assert fire(first, INCREMENT) == 1 and fire(second, INCREMENT) == 2
+    second.stop()
+    wait_until(lambda: "nameClash" not in cluster_info(first), 5, message="the clash ends once the other node stops")
+    a.kill()
+    a = cluster.restart(a)
+    time.sleep(2.5)
+    assert "nameClash" not in cluster_info(a), cluster_info(a)
+    assert_converged([first, a], 2, {"n": 2})
+
+
 # ---------------------------------------------------------------------------------------------
 # Idempotency and rejections across nodes
 

@@ -98,11 +98,16 @@ public enum ClusterScripts {
     /// The heartbeat: says a node is alive, forgets the nodes not heard from for a while, and reads
     /// the cluster's meta. A script, so that a Redis refusing this node's writes (out of memory, a
     /// read-only replica, an ACL without `EVALSHA`) is found within a beat, as an append would find
-    /// it. KEYS: meta, nodes. ARGV: the node's name, how long a silent node is remembered (ms).
-    /// Answers `{meta's fields, the nodes remembered and when each last beat (ms), Redis's time (ms)}`.
+    /// it. KEYS: meta, nodes. ARGV: the node's name, how long a silent node is remembered (ms), when
+    /// this node last beat (Redis's time in ms, as the last answer said; 0 at first).
+    /// Answers `{meta's fields, the nodes remembered and when each last beat (ms), Redis's time (ms),
+    /// when another node beat under this name since this one last did (nil if none did)}`.
     public static let heartbeat = """
         local time = redis.call('TIME')
         local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        local before = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') or 0
+        local twin = false
+        if tonumber(ARGV[3]) > 0 and before > tonumber(ARGV[3]) then twin = before end
         redis.call('HSET', KEYS[2], ARGV[1], now)
         local nodes = redis.call('HGETALL', KEYS[2])
         local remembered = {}
@@ -115,7 +120,7 @@ public enum ClusterScripts {
             redis.call('HDEL', KEYS[2], nodes[i])
           end
         end
-        return {redis.call('HGETALL', KEYS[1]), remembered, now}
+        return {redis.call('HGETALL', KEYS[1]), remembered, now, twin}
         """
 
     /// How long a node that stopped beating stays in the nodes hash: past it, it is forgotten, so

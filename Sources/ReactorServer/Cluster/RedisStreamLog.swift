@@ -65,6 +65,12 @@ public final class RedisStreamLog: SharedEventLog {
     public private(set) var lostHistory: String?
     /// The other nodes that said they were alive, and when (ms since 1970).
     public private(set) var peers: [String: UInt64] = [:]
+    /// When this node last beat, by Redis's clock (ms), as the heartbeat's answer said.
+    private var lastBeat: UInt64 = 0
+    /// Set while another node beats under this node's name (two started with one `--node-name`):
+    /// nothing goes wrong in the log, whose entries are told apart by version, but `/cluster` and
+    /// the logs would mix the two up.
+    private var nameClash: String?
     /// Why Redis refuses this node's writes (out of memory, a read-only replica, an ACL), while it
     /// does: the node is not ready, though connected. Cleared by the next append or heartbeat Redis takes.
     private var writesRefused: String?
@@ -137,7 +143,7 @@ public final class RedisStreamLog: SharedEventLog {
 
     public var status: SharedLogStatus {
         SharedLogStatus(node: options.node, head: lastVersion, connection: writesRefused.map { "refusing this node's writes: \($0)" } ?? connectionState,
-                        peers: peers, lostHistory: lostHistory, conflicts: conflicts, reconnects: reconnects)
+                        peers: peers, lostHistory: lostHistory, nameClash: nameClash, conflicts: conflicts, reconnects: reconnects)
     }
 
     // MARK: Connections
@@ -352,13 +358,22 @@ public final class RedisStreamLog: SharedEventLog {
         // so a head below it means Redis lost events. (What the tail brings meanwhile does not count.)
         let appliedWhenAsked = appliedVersion?() ?? 0
         let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.heartbeatSHA.utf8), Array("2".utf8), Array(keys.meta.utf8), Array(keys.nodes.utf8),
-                                    nodeBytes, Array(String(ClusterScripts.forgetNodesAfterMilliseconds).utf8)]
+                                    nodeBytes, Array(String(ClusterScripts.forgetNodesAfterMilliseconds).utf8), Array(String(lastBeat).utf8)]
         send(script: ClusterScripts.heartbeat, arguments: arguments, on: commands) { [weak self] reply in
             guard let self else { return }
             if case .error(let message) = reply { return refusesWrites(message) }
-            guard let parts = reply.elements, parts.count == 3, let meta = parts[0].fields, let nodes = parts[1].fields,
+            guard let parts = reply.elements, parts.count == 4, let meta = parts[0].fields, let nodes = parts[1].fields,
                   let now = parts[2].integer else { return }
             writesRefused = nil
+            lastBeat = UInt64(max(now, 0))
+            if let twin = parts[3].integer {
+                if nameClash == nil {
+                    logger.error("another node runs under this node's name: give each node a --node-name of its own", metadata: ["node": "\(options.node)"])
+                }
+                nameClash = "another node beat under the name \(options.node) at \(twin) ms (Redis's clock) since this one last did: give each node a --node-name of its own"
+            } else {
+                nameClash = nil
+            }
             let current = meta["epoch"].map { String(decoding: $0, as: UTF8.self) }
             if current != epoch { return historyLost(found: current) }
             if let head = meta["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) {

@@ -40,15 +40,19 @@ public struct SharedLogStatus: Sendable {
     public var peers: [String: UInt64]
     /// Why the server refuses to append, when the log holds another history than its own.
     public var lostHistory: String?
+    /// Set while another server goes by this one's name.
+    public var nameClash: String?
     public var conflicts: UInt64
     public var reconnects: UInt64
 
-    public init(node: String, head: UInt64, connection: String, peers: [String: UInt64], lostHistory: String?, conflicts: UInt64, reconnects: UInt64) {
+    public init(node: String, head: UInt64, connection: String, peers: [String: UInt64], lostHistory: String?, nameClash: String? = nil,
+                conflicts: UInt64, reconnects: UInt64) {
         self.node = node
         self.head = head
         self.connection = connection
         self.peers = peers
         self.lostHistory = lostHistory
+        self.nameClash = nameClash
         self.conflicts = conflicts
         self.reconnects = reconnects
     }

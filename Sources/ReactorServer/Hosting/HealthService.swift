@@ -38,6 +38,7 @@ final class HealthService<StateType: HostedState> {
                     "reconnects": .integer(Int64(status.reconnects)),
                 ]
                 if let lost = status.lostHistory { members["lostHistory"] = .string(lost) }
+                if let clash = status.nameClash { members["nameClash"] = .string(clash) }
                 respond(.json(JSON.object(members).jsonBytes))
             }
         }
