@@ -53,9 +53,9 @@ public enum ClusterScripts {
     /// Answers `{"ok", head}`, `{"behind", head}` (nothing written: the caller's tail brings what
     /// the others appended, and it tries again on top), `{"wait", head}` (nothing written: another
     /// node holds the next append; the caller's tail brings it), `{"fenced", key}` (nothing
-    /// written: the claim on that key ran out and it holds another request's claim or answer, which
-    /// may have applied the same events), or `{"epoch", epoch}` (the history the caller knows is not
-    /// this Redis's).
+    /// written: the claim on that key ran out, and the key is gone or holds another request's claim
+    /// or answer, which may have applied the same events), or `{"epoch", epoch}` (the history the
+    /// caller knows is not this Redis's).
     ///
     /// The claim keeps appends fair: the node whose append succeeds has its next group ready first,
     /// while the others must apply its events and theirs again, so under load it would win again and

@@ -65,8 +65,12 @@ public final class RedisStreamLog: SharedEventLog {
     public private(set) var lostHistory: String?
     /// The other nodes that said they were alive, and when (ms since 1970).
     public private(set) var peers: [String: UInt64] = [:]
-    /// When this node last beat, by Redis's clock (ms), as the heartbeat's answer said.
+    /// When this node last beat, by Redis's clock (ms), as the heartbeat's answer said; 0 when the
+    /// last beat went unanswered (it may have run: its time is not known).
     private var lastBeat: UInt64 = 0
+    /// One heartbeat at a time: a second sent before the first's answer would take the first's
+    /// write for another node's.
+    private var beating = false
     /// Set while another node beats under this node's name (two started with one `--node-name`):
     /// nothing goes wrong in the log, whose entries are told apart by version, but `/cluster` and
     /// the logs would mix the two up.
@@ -353,7 +357,8 @@ public final class RedisStreamLog: SharedEventLog {
     /// (a changed one means Redis lost the history), its head and its newest snapshot, and who else
     /// is alive. Whether Redis takes the script tells whether it takes this node's writes.
     private func beat() {
-        guard let commands, isConnected else { return }
+        guard let commands, isConnected, !beating else { return }
+        beating = true
         // What this node had applied when it asked: all of it came from Redis before the question,
         // so a head below it means Redis lost events. (What the tail brings meanwhile does not count.)
         let appliedWhenAsked = appliedVersion?() ?? 0
@@ -361,6 +366,8 @@ public final class RedisStreamLog: SharedEventLog {
                                     nodeBytes, Array(String(ClusterScripts.forgetNodesAfterMilliseconds).utf8), Array(String(lastBeat).utf8)]
         send(script: ClusterScripts.heartbeat, arguments: arguments, on: commands) { [weak self] reply in
             guard let self else { return }
+            beating = false
+            if case .unanswered = reply { lastBeat = 0 }
             if case .error(let message) = reply { return refusesWrites(message) }
             guard let parts = reply.elements, parts.count == 4, let meta = parts[0].fields, let nodes = parts[1].fields,
                   let now = parts[2].integer else { return }
@@ -473,6 +480,7 @@ public final class RedisStreamLog: SharedEventLog {
                 refusedInARow += 1
                 completion(.failure(EventLogError(.behind(head: head + 1), "another node holds the append after version \(head)")))
             case ("fenced", _):
+                statistics.appendFailures += 1
                 completion(.failure(EventLogError(.fenced, "an idempotency key these events answer was claimed by another request after this one's claim ran out (the append took longer than the claim lasts); nothing was written")))
             case ("epoch", let found):
                 historyLost(found: found.flatMap { $0.isEmpty ? nil : $0 })

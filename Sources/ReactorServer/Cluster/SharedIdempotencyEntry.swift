@@ -23,7 +23,8 @@ public struct IdempotencyAnswer: Sendable, Equatable {
 /// request runs, then `d <fingerprint> <status> <body>` once it is answered. The fingerprint is the
 /// same on every node (SHA-1 of method, target and body); the claim, drawn at random for each
 /// request that claims the key, tells one claim from the next of a retry with the same fingerprint
-/// (empty in a claim an older reactord made).
+/// (empty in a claim an older reactord made, which in turn cannot read one with a claim: a cluster
+/// upgrades all its nodes together).
 public enum SharedIdempotencyEntry: Equatable, Sendable {
     case inFlight(fingerprint: String, claim: String)
     case answered(fingerprint: String, status: Int, body: [UInt8])

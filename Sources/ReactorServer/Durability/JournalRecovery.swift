@@ -53,8 +53,9 @@ public struct JournalRecovery: Sendable {
 
         var segments = try directory.segmentVersions()
         // A segment created, then cut by a crash before its header was whole, holds nothing: its
-        // file is shorter than a header, or zeros only (a filesystem that had grown it but not yet
-        // written it; no record is written before the header is synced). It goes before anything is
+        // file is shorter than a header, or a header's worth of zeros (a filesystem that had grown
+        // it but not yet written it). Nothing else touches the file before its header is synced, so
+        // zeros past a header's length are synced bytes lost: damage. It goes before anything is
         // read, so that the segment before it is read as the last: a crash while a segment begins
         // can leave that one's end torn too (with `--fsync never`).
         var newestBytes: [UInt8]?
@@ -63,8 +64,8 @@ public struct JournalRecovery: Sendable {
             let bytes = try directory.readFile(file)
             let unfinished: String? = if bytes.count < JournalFormat.headerSize {
                 "a segment header cut short (\(bytes.count) bytes)"
-            } else if bytes.allSatisfy({ $0 == 0 }) {
-                "a segment of zeros only (\(bytes.count) bytes), its header never written"
+            } else if bytes.count == JournalFormat.headerSize && bytes.allSatisfy({ $0 == 0 }) {
+                "a segment header of zeros only, never written"
             } else {
                 nil
             }

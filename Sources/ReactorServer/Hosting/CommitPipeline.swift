@@ -357,6 +357,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
                 progress.pending.insert(contentsOf: batch, at: 0)
                 if case .behind(let head) = error.kind { awaitHandover(upTo: head) }
             case .failure(let error):
+                if error.kind == .fenced { releaseClaims(of: batch + progress.pending) }
                 fail(error)
             }
             reconcile()
@@ -377,6 +378,16 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             shared.append(records, answering: answers, completion: completion)
         } else {
             log.append(records, completion: completion)
+        }
+    }
+
+    /// Frees the keys of the requests an append was fenced off with, or undone with it: none of
+    /// their events went in, so a retry may apply them now rather than meet a 409 until the claims
+    /// run out. (The key that fenced it holds another request's entry, which the settling leaves be.)
+    private func releaseClaims(of entries: [Entry]) {
+        guard let shared else { return }
+        for entry in entries {
+            if let key = entry.answeredKey, let claim = key.claim { shared.settleIdempotencyKey(key.key, claim: claim, entry: nil, milliseconds: 0) }
         }
     }
 

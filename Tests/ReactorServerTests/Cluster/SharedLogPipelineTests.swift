@@ -138,7 +138,11 @@ final class SharedLogPipelineTests: XCTestCase {
                                  completion: @escaping (Result<SharedIdempotencyEntry?, EventLogError>) -> Void) {
             completion(.success(nil))
         }
-        func settleIdempotencyKey(_ key: String, claim: SharedIdempotencyEntry, entry: SharedIdempotencyEntry?, milliseconds: UInt64) {}
+        /// The keys settled, with what (nil: freed).
+        var settled: [(key: String, claim: SharedIdempotencyEntry, entry: SharedIdempotencyEntry?)] = []
+        func settleIdempotencyKey(_ key: String, claim: SharedIdempotencyEntry, entry: SharedIdempotencyEntry?, milliseconds: UInt64) {
+            settled.append((key, claim, entry))
+        }
     }
 
     final class Harness: @unchecked Sendable {  // @unchecked: used on the loop thread only (see onLoop)
@@ -475,9 +479,13 @@ final class SharedLogPipelineTests: XCTestCase {
             }
         }
         XCTAssertEqual(answers, [.status(503), .status(503), .version(1)])
-        let (stream, healthy): ([UInt64], Bool) = onLoop { finish in finish((harness.log.stream.map(\.version), harness.pipeline.isHealthy)) }
+        let (stream, healthy, settledKeys): ([UInt64], Bool, [String]) = onLoop { finish in
+            finish((harness.log.stream.map(\.version), harness.pipeline.isHealthy,
+                    harness.log.settled.map { "\($0.key) \(String(decoding: $0.claim.bytes, as: UTF8.self)) \($0.entry == nil ? "freed" : "answered")" }))
+        }
         XCTAssertEqual(stream, [1])
         XCTAssertTrue(healthy)
+        XCTAssertEqual(settledKeys, ["k p f c1 freed"], "the fenced request's own claim is freed for its retry")
         XCTAssertEqual(settled(harness).root, ["n": 1])
     }
 

@@ -229,33 +229,40 @@ final class JournalWriterTests: XCTestCase {
         XCTAssertEqual(report.lastSegment?.firstVersion, 1)
     }
 
-    func testASegmentOfZerosOnlyIsOneWhoseHeaderNeverReachedTheDisk() throws {
+    func testASegmentHeaderOfZerosIsOneThatNeverReachedTheDisk() throws {
         // A crash after the file grew and before its header was synced, on a filesystem that shows
         // the unwritten part as zeros: the directory still opens, at the segment before it.
-        for zeros in [JournalFormat.headerSize, 4096 + 7] {
+        let directory = try newDirectory()
+        var first = JournalFormat.header(.segment, version: 1)
+        for record in records(1...3) { JournalFormat.append(record, to: &first) }
+        try directory.writeAtomically(first, to: directory.segmentPath(firstVersion: 1))
+        try directory.writeAtomically([UInt8](repeating: 0, count: JournalFormat.headerSize), to: directory.segmentPath(firstVersion: 4))
+        let (versions, report) = try recover(directory)
+        XCTAssertEqual(versions, [1, 2, 3])
+        XCTAssertEqual(report.warnings, ["journal/00000000000000000004.log: a segment header of zeros only, never written; removed"])
+        XCTAssertEqual(try directory.segmentVersions(), [1])
+        XCTAssertEqual(report.lastSegment?.firstVersion, 1)
+    }
+
+    func testZerosPastASegmentHeaderAreDamageNotACrash() throws {
+        // Nothing is written past a segment's header before the header is synced: zeros there (the
+        // whole file, or the header alone with records after it) are synced bytes lost.
+        for zeroedHeaderFollowedByRecords in [false, true] {
             try? FileManager.default.removeItem(atPath: root)
             let directory = try newDirectory()
-            var first = JournalFormat.header(.segment, version: 1)
-            for record in records(1...3) { JournalFormat.append(record, to: &first) }
-            try directory.writeAtomically(first, to: directory.segmentPath(firstVersion: 1))
-            try directory.writeAtomically([UInt8](repeating: 0, count: zeros), to: directory.segmentPath(firstVersion: 4))
-            let (versions, report) = try recover(directory)
-            XCTAssertEqual(versions, [1, 2, 3])
-            XCTAssertEqual(report.warnings, ["journal/00000000000000000004.log: a segment of zeros only (\(zeros) bytes), its header never written; removed"])
-            XCTAssertEqual(try directory.segmentVersions(), [1])
-            XCTAssertEqual(report.lastSegment?.firstVersion, 1)
+            try directory.writeAtomically(JournalFormat.header(.segment, version: 1), to: directory.segmentPath(firstVersion: 1))
+            var bytes = [UInt8](repeating: 0, count: JournalFormat.headerSize)
+            if zeroedHeaderFollowedByRecords {
+                for record in records(1...1) { JournalFormat.append(record, to: &bytes) }
+            } else {
+                bytes += [UInt8](repeating: 0, count: 4096)
+            }
+            try directory.writeAtomically(bytes, to: directory.segmentPath(firstVersion: 2))
+            XCTAssertThrowsError(try recover(directory)) { error in
+                XCTAssertEqual((error as? EventLogError)?.kind, .damaged, "\(error)")
+            }
+            XCTAssertEqual(try directory.segmentVersions(), [1, 2])
         }
-        // A zeroed header with bytes after it is not what a crash leaves: damage, and nothing is removed.
-        try? FileManager.default.removeItem(atPath: root)
-        let directory = try newDirectory()
-        try directory.writeAtomically(JournalFormat.header(.segment, version: 1), to: directory.segmentPath(firstVersion: 1))
-        var zeroedHeader = [UInt8](repeating: 0, count: JournalFormat.headerSize)
-        for record in records(1...1) { JournalFormat.append(record, to: &zeroedHeader) }
-        try directory.writeAtomically(zeroedHeader, to: directory.segmentPath(firstVersion: 2))
-        XCTAssertThrowsError(try recover(directory)) { error in
-            XCTAssertEqual((error as? EventLogError)?.kind, .damaged, "\(error)")
-        }
-        XCTAssertEqual(try directory.segmentVersions(), [1, 2])
     }
 
     func testAlwaysSyncsEachRequestOnItsOwnWithItsEventsTogether() throws {
