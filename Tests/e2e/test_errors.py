@@ -17,6 +17,16 @@ def test_unknown_path_is_not_found(server):
         assert target.split("?")[0] in problem["detail"]
 
 
+def test_a_path_with_escaped_unreserved_characters_is_the_same_path(server):
+    """RFC 3986 §6.2.2.2: `%73` is `s`, so `/%73tate` names /state (curl sends it as written); an
+    escaped reserved character stays what it is: `/%2Fstate` names no route."""
+    for target in ("/%73tate", "/st%61te", "/%73%74%61%74%65"):
+        answer = curl_response(f"{server.base_url}{target}", "--path-as-is")
+        assert answer.status == 200 and answer.header("ETag"), (target, answer)
+    assert_problem(request(server, "GET", "/%2Fstate"), 404, "not-found")
+    assert_problem(request(server, "GET", "/%53tate"), 404, "not-found")  # /State: paths are case-sensitive
+
+
 @pytest.mark.parametrize(
     "method, target, allow",
     [

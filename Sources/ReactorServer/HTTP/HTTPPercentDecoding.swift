@@ -52,6 +52,36 @@ public enum HTTPPercentDecoding {
         return String(decoding: decoded, as: UTF8.self)
     }
 
+    /// `path` with its escapes of unreserved characters decoded (RFC 3986 §6.2.2.2: `/%73tate` is
+    /// `/state`), the others kept as they are (`%2F` is not a `/`); nil when it has none of those.
+    /// For routing a path that matched no route as sent.
+    static func decodingUnreserved(_ path: Substring) -> Substring? {
+        let bytes = Array(path.utf8)
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]), isUnreserved(high << 4 | low) {
+                decoded.append(high << 4 | low)
+                index += 3
+            } else {
+                decoded.append(bytes[index])
+                index += 1
+            }
+        }
+        return decoded.count == bytes.count ? nil : Substring(decoding: decoded, as: UTF8.self)
+    }
+
+    /// ALPHA / DIGIT / `-` / `.` / `_` / `~` (RFC 3986 §2.3): the same character escaped or not.
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        default: false
+        }
+    }
+
     /// Decodes `%XX` escapes, or nil when an escape is malformed or the bytes decoded are not
     /// UTF-8: for credentials in a URL, which must be taken exactly or not at all.
     static func decodeStrictly(_ text: Substring) -> String? {

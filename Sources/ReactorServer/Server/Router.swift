@@ -116,8 +116,12 @@ final class RouteTable {
     /// answer of the router's own (404, 405, `OPTIONS`).
     func route(_ request: HTTPRequest, into context: RequestContext) {
         let (bytes, ranges, count) = (pathBytes, pathRanges, routes.count)
-        let found = request.withOriginFormPath { Self.entryIndex(forBytes: $0, in: bytes, at: ranges, count: count) }
+        var found = request.withOriginFormPath { Self.entryIndex(forBytes: $0, in: bytes, at: ranges, count: count) }
             ?? entryIndex(for: request.path)
+        if found == nil, let decoded = HTTPPercentDecoding.decodingUnreserved(request.path) {
+            // `/%73tate` is `/state`: tried only once the path as sent named nothing.
+            found = entryIndex(for: decoded)
+        }
         guard let index = found else {
             if request.method == .options && request.target == "*" {
                 // What the server allows in general: every method some route takes.

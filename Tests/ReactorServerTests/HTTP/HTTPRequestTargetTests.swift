@@ -53,6 +53,16 @@ final class HTTPRequestTargetTests: XCTestCase, HTTPParserTesting {
         XCTAssertEqual(HTTPPercentDecoding.decode(request.path, plusAsSpace: false), "/files/a/b c")
     }
 
+    func testEscapedUnreservedCharactersAreTheCharactersForRouting() {
+        XCTAssertEqual(HTTPPercentDecoding.decodingUnreserved("/%73tate"), "/state")
+        XCTAssertEqual(HTTPPercentDecoding.decodingUnreserved("/st%61%54e%2d%5F%7e%2E%30"), "/staTe-_~.0")
+        // Reserved and other characters stay escaped: `%2F` is not a `/`, nor `%20` a space.
+        XCTAssertEqual(HTTPPercentDecoding.decodingUnreserved("/a%2Fb%73%20"), "/a%2Fbs%20")
+        XCTAssertNil(HTTPPercentDecoding.decodingUnreserved("/a%2Fb%20c"))
+        XCTAssertNil(HTTPPercentDecoding.decodingUnreserved("/plain"))
+        XCTAssertNil(HTTPPercentDecoding.decodingUnreserved("/cut%7"))
+    }
+
     func testNoQuery() {
         let request = HTTPRequest(target: "/plain")
         XCTAssertEqual(request.path, "/plain")
