@@ -134,6 +134,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         var eventsSinceSnapshot = 0
         var bytesSinceSnapshot = 0
         var snapshotting = false
+        /// With a shared log: a snapshot this server's append crossed the interval for and could
+        /// not write then (one was still being written, or Redis refused it), and when to try again.
+        var snapshotOwed = false
+        var snapshotRetryAt: UInt64 = 0
         /// Called once nothing is pending or being appended (shutdown waits for it).
         var whenIdle: (() -> Void)?
         /// After an append to a journal of its own: how many pending events the next append waits
@@ -424,6 +428,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         fillTimer!.start(after: options.groupFillMilliseconds)
     }
 
+    /// How long a server waits before it tries again to write a shared log's snapshot Redis
+    /// refused: each try encodes the whole state.
+    static var snapshotRetryMilliseconds: UInt64 { 1_000 }
+
     /// How many times the next append is put off at most: at the append's answer, and at the end of
     /// the loop's next two turns (the acknowledgements go out in the first, what their clients send
     /// back is read in the second).
@@ -448,8 +456,17 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         publish(batch)
         if shared != nil, let first = batch.first, let last = batch.last {
             // One node writes each snapshot of a shared log: the one whose append crossed a
-            // multiple of the snapshot interval.
-            if (first.version - 1) / UInt64(options.snapshotEvents) != last.version / UInt64(options.snapshotEvents) { saveSnapshot() }
+            // multiple of the snapshot interval. One it could not write then it writes after a
+            // later append of its own, rather than leave the stream untrimmed to the next multiple.
+            if (first.version - 1) / UInt64(options.snapshotEvents) != last.version / UInt64(options.snapshotEvents) { progress.snapshotOwed = true }
+            if progress.snapshotOwed && !progress.snapshotting && loop.now >= progress.snapshotRetryAt {
+                progress.snapshotOwed = false
+                saveSnapshot { [self] error in
+                    guard error != nil else { return }
+                    progress.snapshotOwed = true
+                    progress.snapshotRetryAt = loop.now + Self.snapshotRetryMilliseconds
+                }
+            }
             return
         }
         progress.eventsSinceSnapshot += batch.count

@@ -127,8 +127,13 @@ final class SharedLogPipelineTests: XCTestCase {
             reads += 1
             completion(.success(Array(stream[Int(version)...].prefix(limit))))
         }
+        /// The versions snapshots were asked at; while `holdingSnapshots`, their completions wait in `heldSnapshots`.
+        var snapshots: [UInt64] = []
+        var holdingSnapshots = false
+        var heldSnapshots: [(Result<Void, EventLogError>) -> Void] = []
         func saveSnapshot(at version: UInt64, encode: @escaping @Sendable () throws -> [UInt8], completion: @escaping (Result<Void, EventLogError>) -> Void) {
-            completion(.success(()))
+            snapshots.append(version)
+            if holdingSnapshots { heldSnapshots.append(completion) } else { completion(.success(())) }
         }
         func loadSnapshot(atOrBefore version: UInt64, completion: @escaping (Result<LogRecord?, EventLogError>) -> Void) {
             completion(.success(nil))
@@ -168,7 +173,7 @@ final class SharedLogPipelineTests: XCTestCase {
         loop.runAndWait(body)
     }
 
-    private func harness(middlewares: [any Middleware<JSONDocument>] = []) -> Harness {
+    private func harness(middlewares: [any Middleware<JSONDocument>] = [], options: CommitPipeline<JSONDocument>.Options = .init()) -> Harness {
         let loop = loop!
         let harness: Harness = onLoop { finish in
             var logger = Logger(label: "test")
@@ -177,7 +182,7 @@ final class SharedLogPipelineTests: XCTestCase {
             let core = Core(state: JSONDocument(), version: 0, middlewares: middlewares, executor: loop)
             let published = PublishedState(core: core, state: JSONDocument(), version: 0, isJournaled: true)
             let hub = SubscriptionHub<JSONDocument>(windowCapacity: 64, logger: logger) { published.current.state }
-            let pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop, options: .init(), logger: logger)
+            let pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop, options: options, logger: logger)
             core.add(middleware: pipeline)
             let harness = Harness(core: core, pipeline: pipeline, log: log)
             _ = hub.subscribe(Subscriber(harness), to: SubscriptionSelection(path: .root, mode: .patch), since: nil)
@@ -454,6 +459,43 @@ final class SharedLogPipelineTests: XCTestCase {
     }
 
     private static let claim = SharedIdempotencyEntry.inFlight(fingerprint: "f", claim: "c1")
+
+    /// A snapshot whose multiple an append crossed while the last one was still being written is
+    /// written after this server's next append, not left to the next multiple.
+    func testASnapshotCrossedWhileOneIsBeingWrittenIsWrittenAfterTheNextAppend() {
+        var options = CommitPipeline<JSONDocument>.Options()
+        options.snapshotEvents = 2
+        let harness = harness(options: options)
+        let loop = loop!
+        let snapshots: [UInt64] = onLoop { finish in
+            func fireAndPublish(_ published: @escaping () -> Void) {
+                guard case .success(let version)? = harness.core.fireIfIdle(event: Self.increment, origin: nil) else { return XCTFail("the increment applies") }
+                harness.pipeline.whenPublished(version) { _ in published() }
+            }
+            func onNextTurn(_ body: @escaping () -> Void) {
+                nonisolated(unsafe) let body = body  // run on the loop's thread only
+                loop.enqueue { body() }
+            }
+            harness.log.holdingSnapshots = true
+            fireAndPublish {                    // version 1
+                fireAndPublish {                // version 2: crosses 2, a snapshot is being written
+                    fireAndPublish {            // version 3
+                        fireAndPublish {        // version 4: crosses 4 while the one at 2 is still being written
+                            // On later turns: the publishing runs before the append's snapshot is decided.
+                            onNextTurn {
+                                harness.log.holdingSnapshots = false
+                                for completion in harness.log.heldSnapshots { completion(.success(())) }
+                                fireAndPublish {    // version 5: the snapshot owed
+                                    onNextTurn { finish(harness.log.snapshots) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(snapshots, [2, 5])
+    }
 
     /// An append whose key another request took meanwhile is fenced off: its events are undone and
     /// answered 503 (a retry finds the other request's answer), and the next append goes in, the
