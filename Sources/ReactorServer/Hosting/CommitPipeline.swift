@@ -35,6 +35,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         /// How long the next append to a journal of its own waits at most for the clients the last
         /// one answered (`awaitFill`).
         var groupFillMilliseconds: UInt64 = 1
+        /// How long a server waits before it tries again to write a shared log's snapshot Redis
+        /// refused: each try encodes the whole state.
+        var snapshotRetryMilliseconds: UInt64 = 1_000
     }
 
     private struct Entry {
@@ -428,10 +431,6 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         fillTimer!.start(after: options.groupFillMilliseconds)
     }
 
-    /// How long a server waits before it tries again to write a shared log's snapshot Redis
-    /// refused: each try encodes the whole state.
-    static var snapshotRetryMilliseconds: UInt64 { 1_000 }
-
     /// How many times the next append is put off at most: at the append's answer, and at the end of
     /// the loop's next two turns (the acknowledgements go out in the first, what their clients send
     /// back is read in the second).
@@ -464,7 +463,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
                 saveSnapshot { [self] error in
                     guard error != nil else { return }
                     progress.snapshotOwed = true
-                    progress.snapshotRetryAt = loop.now + Self.snapshotRetryMilliseconds
+                    progress.snapshotRetryAt = loop.now + options.snapshotRetryMilliseconds
                 }
             }
             return

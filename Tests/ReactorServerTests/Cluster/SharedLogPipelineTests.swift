@@ -131,8 +131,14 @@ final class SharedLogPipelineTests: XCTestCase {
         var snapshots: [UInt64] = []
         var holdingSnapshots = false
         var heldSnapshots: [(Result<Void, EventLogError>) -> Void] = []
+        /// How many snapshots to refuse, as a Redis out of memory would.
+        var snapshotsToRefuse = 0
         func saveSnapshot(at version: UInt64, encode: @escaping @Sendable () throws -> [UInt8], completion: @escaping (Result<Void, EventLogError>) -> Void) {
             snapshots.append(version)
+            if snapshotsToRefuse > 0 {
+                snapshotsToRefuse -= 1
+                return completion(.failure(EventLogError(.unavailable, "refused")))
+            }
             if holdingSnapshots { heldSnapshots.append(completion) } else { completion(.success(())) }
         }
         func loadSnapshot(atOrBefore version: UInt64, completion: @escaping (Result<LogRecord?, EventLogError>) -> Void) {
@@ -529,6 +535,36 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertTrue(healthy)
         XCTAssertEqual(settledKeys, ["k p f c1 freed"], "the fenced request's own claim is freed for its retry")
         XCTAssertEqual(settled(harness).root, ["n": 1])
+    }
+
+    /// A snapshot Redis refused is tried again after a later append of this server's, once the
+    /// retry delay has passed (each try encodes the whole state), not left to the next multiple.
+    func testARefusedSnapshotIsTriedAgainAfterTheRetryDelay() {
+        for (delay, expected) in [(UInt64(60_000), [UInt64(10)]), (0, [10, 11])] {
+            var options = CommitPipeline<JSONDocument>.Options()
+            options.snapshotEvents = 10
+            options.snapshotRetryMilliseconds = delay
+            let harness = harness(options: options)
+            let events: [any Event] = Array(repeating: Self.increment, count: 10)
+            // Each wait ends as the append is published, before its snapshot is decided in the
+            // same turn: the snapshots are read in a later one.
+            let _: Bool = onLoop { finish in
+                harness.log.snapshotsToRefuse = 1
+                guard case .success(let outcome)? = harness.core.fireIfIdle(events: events, mode: .allOrNothing, origin: nil) else {
+                    return XCTFail("the request applies")
+                }
+                harness.pipeline.markBatch(versions: 1...10, postedIndices: Array(0..<10))
+                harness.pipeline.whenPublished(outcome.version) { _ in finish(true) }
+            }
+            XCTAssertEqual(onLoop { finish in finish(harness.log.snapshots) }, [10], "the append crossing 10 asks for the snapshot, refused")
+            let _: Bool = onLoop { finish in
+                guard case .success(let version)? = harness.core.fireIfIdle(event: Self.increment, origin: nil) else {
+                    return XCTFail("the increment applies")
+                }
+                harness.pipeline.whenPublished(version) { _ in finish(true) }
+            }
+            XCTAssertEqual(onLoop { finish in finish(harness.log.snapshots) }, expected, "with a retry delay of \(delay) ms")
+        }
     }
 
     /// Applies a request of two events, `set /a` and an increment, as `EventPath` does one posted
