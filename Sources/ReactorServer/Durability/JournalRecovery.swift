@@ -58,18 +58,17 @@ public struct JournalRecovery: Sendable {
         // zeros past a header's length are synced bytes lost: damage. It goes before anything is
         // read, so that the segment before it is read as the last: a crash while a segment begins
         // can leave that one's end torn too (with `--fsync never`).
-        var newestBytes: [UInt8]?
         if let newest = segments.last {
             let file = directory.segmentPath(firstVersion: newest)
-            let bytes = try directory.readFile(file)
-            let unfinished: String? = if bytes.count < JournalFormat.headerSize {
-                "a segment header cut short (\(bytes.count) bytes)"
-            } else if bytes.count == JournalFormat.headerSize && bytes.allSatisfy({ $0 == 0 }) {
+            var status = stat()
+            let header = stat(file, &status) == 0 && Int(status.st_size) <= JournalFormat.headerSize ? try directory.readFile(file) : nil
+            let unfinished: String? = if let header, header.count < JournalFormat.headerSize {
+                "a segment header cut short (\(header.count) bytes)"
+            } else if let header, header.allSatisfy({ $0 == 0 }) {
                 "a segment header of zeros only, never written"
             } else {
                 nil
             }
-            newestBytes = bytes
             if let unfinished {
                 report.warnings.append("journal/\((file as NSString).lastPathComponent): \(unfinished); \(repair ? "removed" : "to be removed")")
                 if repair {
@@ -77,7 +76,6 @@ public struct JournalRecovery: Sendable {
                     try directory.fsyncDirectory(directory.journalPath)
                 }
                 segments.removeLast()
-                newestBytes = nil
             }
         }
         for (index, first) in segments.enumerated() {
@@ -89,7 +87,7 @@ public struct JournalRecovery: Sendable {
             report.segments.append(first)
             let file = directory.segmentPath(firstVersion: first)
             let relative = "journal/" + (file as NSString).lastPathComponent
-            let bytes = try isLast ? newestBytes ?? directory.readFile(file) : directory.readFile(file)
+            let bytes = try directory.readFile(file)
             let headerVersion: UInt64
             let format: UInt16
             switch bytes.withUnsafeBytes({ JournalFormat.parseHeaderAndFormat($0, kind: .segment) }) {

@@ -44,7 +44,7 @@ struct ChunkedFraming {
                     expectsLF = true
                 } else if byte == 10 {
                     return "a chunk-size line ends with LF alone, not CRLF"
-                } else if inDigits, let digit = Self.hexValue(byte) {
+                } else if inDigits, let digit = HTTPASCII.hexDigitValue(byte).map(Int.init) {
                     // llhttp refuses sizes that overflow; past this bound the body is refused anyway.
                     position = .sizeLine(size: min(size &* 16 &+ digit, 1 << 40), inDigits: true)
                 } else {
@@ -73,14 +73,5 @@ struct ChunkedFraming {
             }
         }
         return nil
-    }
-
-    private static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case 48...57: Int(byte - 48)
-        case 65...70: Int(byte - 55)
-        case 97...102: Int(byte - 87)
-        default: nil
-        }
     }
 }

@@ -16,6 +16,16 @@ enum HTTPASCII {
         }
     }
 
+    /// The value of a hexadecimal digit (either case): percent escapes, chunk sizes.
+    static func hexDigitValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     @inline(__always)
     static func lowercased(_ byte: UInt8) -> UInt8 {
         // Not `byte | 0x20`: that would also fold '^' into '~', which are distinct token bytes.

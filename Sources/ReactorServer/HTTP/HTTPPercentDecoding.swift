@@ -7,7 +7,7 @@ public enum HTTPPercentDecoding {
         var index = 0
         while index < target.count {
             if target[index] == UInt8(ascii: "%") {
-                guard index + 2 < target.count, hexValue(target[index + 1]) != nil, hexValue(target[index + 2]) != nil else { return false }
+                guard index + 2 < target.count, HTTPASCII.hexDigitValue(target[index + 1]) != nil, HTTPASCII.hexDigitValue(target[index + 2]) != nil else { return false }
                 index += 3
             } else {
                 index += 1
@@ -40,7 +40,7 @@ public enum HTTPPercentDecoding {
             if byte == UInt8(ascii: "%"),
                 let high = utf8.index(index, offsetBy: 1, limitedBy: utf8.endIndex), high != utf8.endIndex,
                 let low = utf8.index(high, offsetBy: 1, limitedBy: utf8.endIndex), low != utf8.endIndex,
-                let h = hexValue(utf8[high]), let l = hexValue(utf8[low])
+                let h = HTTPASCII.hexDigitValue(utf8[high]), let l = HTTPASCII.hexDigitValue(utf8[low])
             {
                 decoded.append(h << 4 | l)
                 index = utf8.index(after: low)
@@ -62,7 +62,7 @@ public enum HTTPPercentDecoding {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]), isUnreserved(high << 4 | low) {
+               let high = HTTPASCII.hexDigitValue(bytes[index + 1]), let low = HTTPASCII.hexDigitValue(bytes[index + 2]), isUnreserved(high << 4 | low) {
                 decoded.append(high << 4 | low)
                 index += 3
             } else {
@@ -98,18 +98,9 @@ public enum HTTPPercentDecoding {
                 decoded.append(byte)
                 continue
             }
-            guard let high = rest.popFirst().flatMap(hexValue), let low = rest.popFirst().flatMap(hexValue) else { return nil }
+            guard let high = rest.popFirst().flatMap(HTTPASCII.hexDigitValue), let low = rest.popFirst().flatMap(HTTPASCII.hexDigitValue) else { return nil }
             decoded.append(high << 4 | low)
         }
         return decoded
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

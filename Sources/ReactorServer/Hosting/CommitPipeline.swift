@@ -374,10 +374,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             signalIdleIfDrained()
         }
         // A cluster's keys go to Redis beside the records (the journal's are in them).
+        // (A cluster's keys always carry their claim; without one the append would be fenced off.)
         let answers = shared == nil ? [] : batch.compactMap { entry in
             entry.answeredKey.map { key in
                 IdempotencyAnswer(key: key.key, entry: .answered(fingerprint: key.fingerprint, status: HTTPStatus.ok.code, body: Self.answeredBody(entry)),
-                                  // Set in a cluster; an empty claim would be fenced off, the safe way to fail.
                                   milliseconds: key.milliseconds, claim: key.claim ?? .inFlight(fingerprint: key.fingerprint, claim: ""))
             }
         }
