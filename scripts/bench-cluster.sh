@@ -35,8 +35,11 @@
 #                                    each node) or n1 (all of it on n1, the others only follow: what a
 #                                    writer lease would get if forwarding to it cost nothing)
 #   WORKLOAD=increment               what every POST /events carries: increment (a counter,
-#                                    Benchmarks/http/post-events.lua) or set (an object of ~300 bytes
+#                                    Benchmarks/http/post-events.lua), set (an object of ~300 bytes
 #                                    set at one of 64 keys of a wide document, Benchmarks/http/post-set.lua)
+#                                    or keyed (the increment with an Idempotency-Key of its own per
+#                                    request, Benchmarks/http/post-keyed.lua: in the cluster each key
+#                                    is claimed with a SET, which the EVALSHA count leaves out)
 #   REACTORD=.build/release/reactord another binary to measure (BUILD=1 still builds the release one)
 #   REDIS_SERVER=redis-server
 #   PORT=18290                       the single node on PORT, n1..n3 on PORT+1..PORT+3, redis on PORT+4
@@ -64,7 +67,8 @@ LOAD=${LOAD:-spread}
 case "$WORKLOAD" in
     increment) script=Benchmarks/http/post-events.lua ;;
     set) script=Benchmarks/http/post-set.lua ;;
-    *) echo "bench-cluster: WORKLOAD is increment or set, not $WORKLOAD" >&2; exit 2 ;;
+    keyed) script=Benchmarks/http/post-keyed.lua ;;
+    *) echo "bench-cluster: WORKLOAD is increment, set or keyed, not $WORKLOAD" >&2; exit 2 ;;
 esac
 KEY=bench
 
@@ -231,10 +235,14 @@ esac
 wrk_cmd() { # port connections duration
     local threads=$THREADS
     [ "$threads" -le "$2" ] || threads=$2
-    echo wrk -t"$threads" -c"$2" -d"$3" -s "$script" "http://127.0.0.1:$1/events"
+    # The keyed workload's keys begin with the port and a number of this wrk's own (start_wrk
+    # counts them): no two wrk processes, at once or one after another, send the same key.
+    echo wrk -t"$threads" -c"$2" -d"$3" -s "$script" "http://127.0.0.1:$1/events" -- "$1-$$-$wrk_runs"
 }
+wrk_runs=0
 start_wrk() { # port connections duration output
     local cmd
+    wrk_runs=$((wrk_runs + 1))
     read -r -a cmd <<<"$(wrk_cmd "$1" "$2" "$3")"
     record "${cpu_client[@]}" "${cmd[@]}"
     timeout $(( $(seconds "$3") + 30 )) "${cpu_client[@]}" "${cmd[@]}" >"$4" 2>&1 &

@@ -354,9 +354,11 @@ class Cluster:
 
 
 class HoldingProxy:
-    """A TCP proxy to Redis on 127.0.0.1 that holds back, once, the first write towards Redis
-    containing every one of `markers` for `seconds`, then passes it on: a command delayed on
-    its way (a slow network, a stalled sender), with the connection kept."""
+    """A TCP proxy to Redis on 127.0.0.1 that holds back, once, the first command towards Redis
+    containing every one of `markers` for `seconds`, then passes it on: a command delayed on its
+    way (a slow network, a stalled sender), with the connection kept. The commands sent before it
+    pass at once, even when they travel in the same write (a node sends a key's claim and the
+    append it guards together); the ones after it wait behind it, in order."""
 
     def __init__(self, target_port: int, markers: tuple[bytes, ...], seconds: float):
         self.target_port = target_port
@@ -379,13 +381,46 @@ class HoldingProxy:
             threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
 
+    @staticmethod
+    def _command_end(data: bytes, start: int) -> int | None:
+        """Where the RESP command (an array of bulk strings) at `start` ends; None if `data` does
+        not hold all of it yet."""
+        line = data.find(b"\r\n", start)
+        if line < 0:
+            return None
+        if data[start:start + 1] != b"*":  # an inline command: one line
+            return line + 2
+        position = line + 2
+        for _ in range(int(data[start + 1:line])):
+            line = data.find(b"\r\n", position)
+            if line < 0:
+                return None
+            position = line + 2 + int(data[position + 1:line]) + 2
+            if position > len(data):
+                return None
+        return position
+
     def _pump(self, source: socket.socket, destination: socket.socket, towards_redis: bool) -> None:
+        pending = b""
         try:
             while data := source.recv(65536):
-                if towards_redis and not self.held.is_set() and all(marker in data for marker in self.markers):
-                    self.held.set()
-                    time.sleep(self.seconds)
-                destination.sendall(data)
+                if not towards_redis or self.held.is_set():
+                    destination.sendall(pending + data)
+                    pending = b""
+                    continue
+                pending += data
+                start = 0
+                while (end := self._command_end(pending, start)) is not None:
+                    if all(marker in pending[start:end] for marker in self.markers):
+                        destination.sendall(pending[:start])
+                        pending = pending[start:]
+                        self.held.set()
+                        time.sleep(self.seconds)
+                        start = len(pending)
+                        break
+                    start = end
+                destination.sendall(pending[:start])
+                pending = pending[start:]
         except OSError:
             pass
         finally:

@@ -435,6 +435,12 @@ def test_redis_away_refuses_writes_keeps_reads_and_recovers_with_nothing_lost(cl
                 info = cluster_info(node)
                 assert info.get("redis") != "connected", info
                 assert info.get("version") == 10, info
+                # A keyed request too (its key cannot be claimed), answered rather than left waiting.
+                started = time.monotonic()
+                answer = request(node, "POST", "/events", body={"type": "increment", "path": "/lost"},
+                                 headers={"Content-Type": "application/json", **keyed(f"while-down-{node.name}")}, timeout=REDIS_TIMEOUT + SLACK + 2)
+                refused_writes += 1
+                assert_refused_for_redis(answer, started, f"a keyed POST on {node.name}")
                 # The history the node has read is still served; what needs Redis is a 503 to retry.
                 answer = request(node, "GET", "/history?since=5&limit=3")
                 assert answer.status == 200, (node.name, answer)
@@ -698,6 +704,43 @@ def test_an_idempotency_key_applies_once_whichever_nodes_the_retries_reach(clust
 
     assert_converged([a, b, c], 2, {"n": 2})
     assert_contiguous_stream(cluster.redis, cluster.key, 2)
+
+
+def test_a_retry_of_a_key_answered_elsewhere_leaves_the_requests_beside_it_acknowledged(cluster):
+    """A node sends a key's claim and the append carrying the request's events together, without
+    waiting for the claim's answer: a retry of a key node a answered is applied on node b, fenced
+    off in b's append (the key is not its own), and dropped, answered with a's answer; the
+    unkeyed requests applied beside it, in the same groups, are applied again and acknowledged."""
+    a, b = cluster.nodes("a", "b")
+    rounds, unkeyed = 5, 24
+    for round in range(rounds):
+        first = post_events(a, INCREMENT, headers=keyed(f"paid-{round}"))
+        assert first.status == 200, first
+        version = first.json()["version"]
+        answers: list = []
+        barrier = threading.Barrier(unkeyed + 1, timeout=10)
+
+        def send(headers):
+            barrier.wait()
+            answers.append((headers, post_events(b, INCREMENT, headers=headers)))
+
+        threads = [threading.Thread(target=send, args=(keyed(f"paid-{round}"),), daemon=True)]
+        threads += [threading.Thread(target=send, args=({},), daemon=True) for _ in range(unkeyed)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+        assert len(answers) == unkeyed + 1, answers
+        for headers, answer in answers:
+            if headers:
+                assert answer.status == 200 and answer.json() == {"version": version} and answer.header("Idempotent-Replayed") == "true", answer
+            else:
+                assert answer.status == 200 and answer.header("Idempotent-Replayed") is None, answer
+    # Each retry went through the fence: applied, appended, dropped.
+    assert b.log().count("requests whose idempotency keys are another request's are dropped") == rounds, b.log()[-3000:]
+    total = rounds * (1 + unkeyed)
+    assert_converged([a, b], total, {"n": total})
+    assert_contiguous_stream(cluster.redis, cluster.key, total)
 
 
 @pytest.mark.time_limit(60)

@@ -52,10 +52,10 @@ public enum ClusterScripts {
     /// still holds its request's claim; the keys' answers are set with it.
     /// Answers `{"ok", head}`, `{"behind", head}` (nothing written: the caller's tail brings what
     /// the others appended, and it tries again on top), `{"wait", head}` (nothing written: another
-    /// node holds the next append; the caller's tail brings it), `{"fenced", key}` (nothing
-    /// written: the claim on that key ran out, and the key is gone or holds another request's claim
-    /// or answer, which may have applied the same events), or `{"epoch", epoch}` (the history the
-    /// caller knows is not this Redis's).
+    /// node holds the next append; the caller's tail brings it), `{"fenced", key, ...}` (nothing
+    /// written: those keys do not hold their requests' claims: the claim was refused, the key being
+    /// another request's already, or it ran out, and another request may have applied the same
+    /// events since), or `{"epoch", epoch}` (the history the caller knows is not this Redis's).
     ///
     /// The claim keeps appends fair: the node whose append succeeds has its next group ready first,
     /// while the others must apply its events and theirs again, so under load it would win again and
@@ -75,9 +75,11 @@ public enum ClusterScripts {
           return {'behind', tostring(head)}
         end
         if claimed and meta[3] ~= ARGV[3] then return {'wait', tostring(head)} end
+        local fenced = {'fenced'}
         for i = 3, #KEYS do
-          if redis.call('GET', KEYS[i]) ~= ARGV[3 * i] then return {'fenced', KEYS[i]} end
+          if redis.call('GET', KEYS[i]) ~= ARGV[3 * i] then fenced[#fenced + 1] = KEYS[i] end
         end
+        if #fenced > 1 then return fenced end
         head = head + tonumber(ARGV[4])
         redis.call('XADD', KEYS[2], string.format('%d-0', head), 'n', ARGV[3], 'g', ARGV[5])
         redis.call('HSET', KEYS[1], 'version', head)
@@ -126,15 +128,6 @@ public enum ClusterScripts {
     /// How long a node that stopped beating stays in the nodes hash: past it, it is forgotten, so
     /// that nodes named anew at each start (the default name holds the process ID) do not pile up.
     public static let forgetNodesAfterMilliseconds: UInt64 = 3_600_000
-
-    /// Claims an idempotency key. KEYS: the key. ARGV: the in-flight entry, its lifetime in ms.
-    /// Answers the entry kept already, or nil having claimed the key.
-    public static let claimIdempotencyKey = """
-        local kept = redis.call('GET', KEYS[1])
-        if kept then return kept end
-        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-        return false
-        """
 
     /// Answers a claimed idempotency key, or frees it, only while it still holds the claim: a claim
     /// that ran out may have been taken by a retry since, whose answer this must not replace.

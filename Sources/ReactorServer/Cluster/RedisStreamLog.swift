@@ -104,9 +104,12 @@ public final class RedisStreamLog: SharedEventLog {
     private var reconnectTimer: LoopTimer?
     private var heartbeat: LoopTimer?
     private var closed = false
+    /// Whether an append is on its way, and the idempotency keys' claims held back meanwhile, to go
+    /// out with the next append (see `claimIdempotencyKey`).
+    private var appending = false
+    private var heldClaims: [(command: [UInt8], reply: (RedisReply) -> Void)] = []
     private static let appendSHA = sha1Hex(ClusterScripts.append)
     private static let snapshotSHA = sha1Hex(ClusterScripts.saveSnapshot)
-    private static let claimSHA = sha1Hex(ClusterScripts.claimIdempotencyKey)
     private static let settleSHA = sha1Hex(ClusterScripts.settleIdempotencyKey)
     private static let heartbeatSHA = sha1Hex(ClusterScripts.heartbeat)
 
@@ -221,7 +224,8 @@ public final class RedisStreamLog: SharedEventLog {
     /// Both connections answered: once the history Redis holds is checked, the node is connected,
     /// and its tail reads on.
     private func connected() {
-        guard commandsAnswered, tailAnswered, !historyChecked else { return }
+        guard commandsAnswered, tailAnswered, !historyChecked, let commands else { return }
+        loadScripts(on: commands)
         checkHistory { [unowned self] in
             historyChecked = true
             refusal = nil
@@ -229,6 +233,18 @@ public final class RedisStreamLog: SharedEventLog {
             logger.notice("connected to Redis", metadata: ["redis": "\(options.host):\(options.port)", "cluster": "\(options.cluster)"])
             beat()
             readTail()
+        }
+    }
+
+    /// Loads every script this node runs, before anything else is sent on the connection, so that
+    /// an `EVALSHA` finds its script. A key's claim is sent before the append it guards, without
+    /// waiting for its answer, and must run first: a claim refused `NOSCRIPT` and sent again as
+    /// `EVAL` would run after that append (fenced off: the key not yet claimed). The fallback stays
+    /// for a Redis whose scripts were flushed while the node was connected.
+    private func loadScripts(on connection: RedisConnection) {
+        for script in [ClusterScripts.append, ClusterScripts.settleIdempotencyKey,
+                       ClusterScripts.saveSnapshot, ClusterScripts.heartbeat] {
+            connection.send(RedisCommand.encode(["SCRIPT", "LOAD", script])) { _ in }
         }
     }
 
@@ -440,6 +456,14 @@ public final class RedisStreamLog: SharedEventLog {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
         let started = DispatchTime.now().uptimeNanoseconds
+        sendHeldClaims()
+        appending = true
+        let completion = { [weak self] (result: Result<Void, EventLogError>) in
+            self?.appending = false
+            completion(result)
+            // Claims no append took along (their requests' events did not need one): on their own.
+            self?.sendHeldClaims()
+        }
         let group = StreamEntryFormat.group(records)
         var arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.appendSHA.utf8), Array(String(2 + answers.count).utf8),
                                     Array(keys.meta.utf8), Array(keys.log.utf8)]
@@ -480,8 +504,9 @@ public final class RedisStreamLog: SharedEventLog {
                 refusedInARow += 1
                 completion(.failure(EventLogError(.behind(head: head + 1), "another node holds the append after version \(head)")))
             case ("fenced", _):
-                statistics.appendFailures += 1
-                completion(.failure(EventLogError(.fenced, "an idempotency key these events answer was claimed by another request after this one's claim ran out (the append took longer than the claim lasts); nothing was written")))
+                let named = Dictionary(answers.map { (keys.idempotency($0.key), $0.key) }, uniquingKeysWith: { first, _ in first })
+                let fenced = parts.dropFirst().compactMap { $0.string.flatMap { named[$0] } }
+                completion(.failure(EventLogError(.fenced(keys: fenced), "idempotency keys these events answer are not their requests' own (the claim was refused, or ran out); nothing was written")))
             case ("epoch", let found):
                 historyLost(found: found.flatMap { $0.isEmpty ? nil : $0 })
                 completion(.failure(EventLogError(.diverged, lostHistory ?? "the cluster's epoch changed")))
@@ -605,9 +630,12 @@ public final class RedisStreamLog: SharedEventLog {
         // Expired sooner, a retry on another node would apply the request while its first append
         // may still go in after it.
         let lifetime = max(milliseconds, 2 * options.timeoutMilliseconds + 1_000)
-        let arguments: [[UInt8]] = [Array("EVALSHA".utf8), Array(Self.claimSHA.utf8), Array("1".utf8), Array(keys.idempotency(key).utf8),
-                                    claim.bytes, Array(String(lifetime).utf8)]
-        send(script: ClusterScripts.claimIdempotencyKey, arguments: arguments, on: commands) { reply in
+        // One command, no script (Redis 7): sets the claim unless the key holds an entry, and
+        // answers that entry (nil when it set the claim). A script would cost Redis several times
+        // as much, once per keyed request.
+        let command = RedisCommand.encode([Array("SET".utf8), Array(keys.idempotency(key).utf8), claim.bytes,
+                                           Array("NX".utf8), Array("GET".utf8), Array("PX".utf8), Array(String(lifetime).utf8)])
+        let reply = { (reply: RedisReply) in
             switch reply {
             case .null:
                 completion(.success(nil))
@@ -619,6 +647,28 @@ public final class RedisStreamLog: SharedEventLog {
             default:
                 completion(.failure(EventLogError(.unavailable, "Redis refused an idempotency key: \(reply.errorMessage ?? "\(reply)")")))
             }
+        }
+        // While an append is on its way, the claim waits for the next one, which carries the
+        // request's events: sent alone, it would reach Redis first and start a turn of its own,
+        // whose fsync (`appendfsync always`) the append would then wait behind.
+        if appending {
+            heldClaims.append((command, reply))
+        } else {
+            commands.send(command, reply)
+        }
+    }
+
+    /// Sends the claims held back while an append was on its way, ahead of anything sent after.
+    private func sendHeldClaims() {
+        guard !heldClaims.isEmpty else { return }
+        let claims = heldClaims
+        heldClaims.removeAll()
+        for claim in claims {
+            guard let commands, isConnected else {
+                claim.reply(.error("not connected to Redis (\(connectionState))"))
+                continue
+            }
+            commands.send(claim.command, claim.reply)
         }
     }
 

@@ -21,7 +21,9 @@ public protocol SharedEventLog: EventLog {
     /// Claims an idempotency key for all the servers sharing the log, for `milliseconds` at least,
     /// with `claim` (`SharedIdempotencyEntry.newClaim`): `completion` gets nil when this server has
     /// it (and then appends its answer with its events, or `settle`s it), or the entry another
-    /// request made first.
+    /// request made first. The claim reaches the log before any append sent after this call, so the
+    /// request's events may be applied without waiting for the answer: an append carrying them
+    /// while the key is not theirs is fenced off (`EventLogError.Kind.fenced`).
     func claimIdempotencyKey(_ key: String, claim: SharedIdempotencyEntry, milliseconds: UInt64,
                              completion: @escaping (Result<SharedIdempotencyEntry?, EventLogError>) -> Void)
     /// Records the answer to a key claimed with `claim`, or gives the key up (nil: a retry may try

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// An idempotency key answered by the events an append carries: written with them in one step, so
 /// that a retry finds the answer whenever the events went in, even if their node never heard so.
 /// The append goes in only while the key still holds `claim`, this request's own: a claim that ran
@@ -21,7 +23,7 @@ public struct IdempotencyAnswer: Sendable, Equatable {
 /// An idempotency key as a cluster keeps it in Redis (`reactor:{cluster}:idem:<key>`), so that a
 /// retry reaching another node gets the first answer too: `p <fingerprint> <claim>` while the first
 /// request runs, then `d <fingerprint> <status> <body>` once it is answered. The fingerprint is the
-/// same on every node (SHA-1 of method, target and body); the claim, drawn at random for each
+/// same on every node (SHA-1 of method, target and body); the claim, made anew for each
 /// request that claims the key, tells one claim from the next of a retry with the same fingerprint
 /// (empty in a claim an older reactord made, which in turn cannot read one with a claim: a cluster
 /// upgrades all its nodes together).
@@ -29,12 +31,16 @@ public enum SharedIdempotencyEntry: Equatable, Sendable {
     case inFlight(fingerprint: String, claim: String)
     case answered(fingerprint: String, status: Int, body: [UInt8])
 
-    /// A claim of its own for a request with `fingerprint`.
+    /// A claim of its own for a request with `fingerprint`: this process's random number, drawn once,
+    /// and the count of claims it made before. Unique is all a claim must be (it is no secret), and
+    /// a draw per request would cost a system call each.
     public static func newClaim(fingerprint: String) -> SharedIdempotencyEntry {
-        var random = SystemRandomNumberGenerator()
-        let bytes = (0..<2).flatMap { _ in withUnsafeBytes(of: random.next() as UInt64) { Array($0) } }
+        let count = claimsMade.add(1, ordering: .relaxed).newValue
+        let bytes = withUnsafeBytes(of: (processNonce, count.bigEndian)) { Array($0) }
         return .inFlight(fingerprint: fingerprint, claim: HexDigits.lowercase(bytes))
     }
+    private static let processNonce = UInt64.random(in: .min ... .max)
+    private static let claimsMade = Atomic<UInt64>(0)
 
     public var fingerprint: String {
         switch self {

@@ -69,10 +69,10 @@ public struct EventLogError: Error, Sendable, CustomStringConvertible {
         /// A shared log whose history is not the one this server knows (Redis restarted without
         /// its data, say): it must not append, nor show that history as its own.
         case diverged
-        /// A shared log: an idempotency key the records answer no longer holds their request's
-        /// claim (it ran out while the append was on its way, and another request took the key);
-        /// nothing was written.
-        case fenced
+        /// A shared log: idempotency keys the records answer (`keys`, as the answers named them)
+        /// do not hold their requests' claims (refused, the key being another request's, or run
+        /// out while the append was on its way); nothing was written.
+        case fenced(keys: [String])
         /// Anything else (a state that would not encode).
         case other
     }

@@ -86,6 +86,16 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         let milliseconds: UInt64
         /// In a cluster, the claim the request holds the key by (the append is fenced off without it).
         var claim: SharedIdempotencyEntry? = nil
+        /// Set once an event carries the answer: a request then answered 2xx had its key answered
+        /// by the append, and needs no other write.
+        var carried: AnswerCarried? = nil
+    }
+
+    /// Whether an event carries a key's answer (`AnsweredKey.carried`); a class, shared by the
+    /// request and the entries its key is given to.
+    /// @unchecked Sendable: set and read on the loop thread only, as the pipeline itself.
+    final class AnswerCarried: @unchecked Sendable {
+        var value = false
     }
 
     /// What a client waiting on its event learns: the version it was published at, or the problem
@@ -134,6 +144,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         var awaitedHead: UInt64 = 0
         /// The last append's failure, while no later append has succeeded.
         var failure: EventLogError?
+        /// With a shared log: the idempotency keys an append was fenced off by (each another
+        /// request's, or no one's). The requests answering them are dropped when the others are
+        /// applied again (see `reconcile`).
+        var fencedKeys: Set<String> = []
         var eventsSinceSnapshot = 0
         var bytesSinceSnapshot = 0
         var snapshotting = false
@@ -265,6 +279,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         guard log != nil, let index = progress.pending.lastIndex(where: { $0.version == version }) else { return }
         progress.pending[index].answeredKey = key
         progress.pending[index].answeredMembers = members
+        key.carried?.value = true
     }
 
     /// Takes the events the core applied at `versions` as one request's, posted at `postedIndices`
@@ -322,7 +337,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
 
     /// Appends what the core applied since the last append, unless an append is still running.
     private func flush() {
-        guard let log, !progress.appending, !progress.catchingUp, progress.awaitedHead == 0, !progress.pending.isEmpty else { return }
+        guard let log, !progress.appending, !progress.catchingUp, progress.awaitedHead == 0, progress.fencedKeys.isEmpty, !progress.pending.isEmpty else { return }
         if progress.fillTarget > 0 {
             if progress.pending.count < progress.fillTarget && progress.fillTurnsLeft > 0 {
                 progress.fillTurnsLeft -= 1
@@ -364,8 +379,16 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
                 progress.pending.insert(contentsOf: batch, at: 0)
                 if case .behind(let head) = error.kind { awaitHandover(upTo: head) }
             case .failure(let error):
-                if error.kind == .fenced { releaseClaims(of: batch + progress.pending) }
-                fail(error)
+                if case .fenced(let keys) = error.kind, !keys.isEmpty {
+                    // Only the requests whose keys are not theirs stay out (each answered by its
+                    // key's claim: a replay, a 409); the rest are applied again and go in.
+                    logger.info("requests whose idempotency keys are another request's are dropped from an append; the rest go in again",
+                                metadata: ["keys": "\(keys.count)"])
+                    progress.pending.insert(contentsOf: batch, at: 0)
+                    progress.fencedKeys.formUnion(keys)
+                } else {
+                    fail(error)
+                }
             }
             reconcile()
             // What gathered while this append ran goes now, not at the end of the loop iteration:
@@ -385,16 +408,6 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             shared.append(records, answering: answers, completion: completion)
         } else {
             log.append(records, completion: completion)
-        }
-    }
-
-    /// Frees the keys of the requests an append was fenced off with, or undone with it: none of
-    /// their events went in, so a retry may apply them now rather than meet a 409 until the claims
-    /// run out. (The key that fenced it holds another request's entry, which the settling leaves be.)
-    private func releaseClaims(of entries: [Entry]) {
-        guard let shared else { return }
-        for entry in entries {
-            if let key = entry.answeredKey, let claim = key.claim { shared.settleIdempotencyKey(key.key, claim: claim, entry: nil, milliseconds: 0) }
         }
     }
 
@@ -503,18 +516,12 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     /// The log refused a batch: undo everything applied since the last published state and answer
     /// everyone waiting with a 503.
     private func fail(_ error: EventLogError) {
-        if error.kind == .fenced {
-            // The log is sound; only this group could not go in as it was.
-            logger.warning("an append was fenced off; its events are undone and not acknowledged", metadata: [
-                "error": "\(error)", "published": "\(publishedVersion)",
-            ])
-        } else {
-            logger.error("the journal refused events; they are undone and not acknowledged", metadata: [
-                "error": "\(error)", "published": "\(publishedVersion)",
-            ])
-            progress.failure = error
-        }
+        logger.error("the journal refused events; they are undone and not acknowledged", metadata: [
+            "error": "\(error)", "published": "\(publishedVersion)",
+        ])
+        progress.failure = error
         progress.pending.removeAll()
+        progress.fencedKeys.removeAll()
         endHandover()
         metrics.eventsUndone += core.version - publishedVersion
         let (version, state) = published
@@ -643,10 +650,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     /// flight: its own unpublished events are taken back, the others' applied as decided, and its
     /// own applied again on top (`Entry.event`), to be appended next.
     private func reconcile() {
-        guard shared != nil, !progress.appending, !progress.catchingUp, !progress.cannotFollow, !progress.incoming.isEmpty else { return }
+        guard shared != nil, !progress.appending, !progress.catchingUp, !progress.cannotFollow else { return }
         progress.incoming.removeAll { $0.version <= publishedVersion }
-        guard let first = progress.incoming.first else { return }
-        guard first.version == publishedVersion + 1 else { return catchUp() }
+        guard !progress.incoming.isEmpty || !progress.fencedKeys.isEmpty else { return }
+        if let first = progress.incoming.first, first.version != publishedVersion + 1 { return catchUp() }
         // Everything below must run now, in order, with nothing else applied in between. What other
         // threads fired and the core has not taken yet waits (a thread that fires without pause
         // would otherwise keep this node from ever following).
@@ -657,16 +664,20 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         progress.pending.removeAll()
         let waiting = progress.waiters
         progress.waiters.removeAll()
+        let dropping = progress.fencedKeys
+        progress.fencedKeys.removeAll()
         // An event another thread fires meanwhile comes after all of this, which is decided already.
-        core.holdingOtherThreads { replay(records, own: own, waiting: waiting) }
+        core.holdingOtherThreads { replay(records, own: own, dropping: dropping, waiting: waiting) }
         if progress.failure != nil, !progress.cannotFollow, shared?.isReachable == true {
             logger.notice("caught up with the shared log", metadata: ["version": "\(publishedVersion)"])
             progress.failure = nil
         }
     }
 
-    /// Applies `records` on the published state, then this server's `own` events again on top.
-    private func replay(_ records: [LogRecord], own: [Entry], waiting: Deque<(version: UInt64, resume: (Outcome) -> Void)>) {
+    /// Applies `records` on the published state, then this server's `own` events again on top, but
+    /// for the requests answering the idempotency keys in `dropping` (an append was fenced off by
+    /// them), which are answered 503 and left out: their keys' claims answer their clients.
+    private func replay(_ records: [LogRecord], own: [Entry], dropping: Set<String>, waiting: Deque<(version: UInt64, resume: (Outcome) -> Void)>) {
         var own = own
         // Read only when needed: held here while the others' events apply, the state would make
         // the core copy the document's root for the first of them.
@@ -705,6 +716,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         // This server's own events again, on the others': each keeps its clients, at its new version;
         // their reactions are fired anew as they apply.
         var outcomes: [UInt64: Outcome] = [:]
+        let dropped = Outcome.failure(Problem.journalUnavailable(EventLogError(.fenced(keys: []),
+            "the request's idempotency key was not its own in Redis (another request's, or its claim refused or run out); its events were not applied")))
+        func isDropped(_ entry: Entry) -> Bool { entry.answeredKey.map { dropping.contains($0.key) } ?? false }
         var next = own.startIndex
         while next < own.endIndex {
             let entry = own[next]
@@ -715,11 +729,15 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             if let mark = entry.batch {
                 var end = next + 1
                 while end < own.endIndex, own[end].batch?.id == mark.id { end += 1 }
-                outcomes[own[end - 1].version] = applyAgain(batch: own[next..<end])
+                outcomes[own[end - 1].version] = own[next..<end].contains(where: isDropped) ? dropped : applyAgain(batch: own[next..<end])
                 next = end
                 continue
             }
             next += 1
+            if isDropped(entry) {
+                outcomes[entry.version] = dropped
+                continue
+            }
             guard let result = core.fireIfIdle(event: entry.event, origin: nil) else { continue }
             // The event's record is the same bytes at its new version: not encoded again.
             if case .success(let version) = result {

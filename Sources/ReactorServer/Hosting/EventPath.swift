@@ -131,9 +131,9 @@ final class EventPath<StateType: HostedState> {
                 undecodable.append((index, problem))
             }
         }
-        let waiting = LoopBound((pipeline: pipeline, answer: answer), loop: loop)
+        let waiting = LoopBound((pipeline: pipeline, answer: answer, answeredKey: answeredKey), loop: loop)
         core.fire(events: events, mode: mode, origin: origin) { [undecodable, positions] result in
-            let (pipeline, answer) = waiting.value
+            let (pipeline, answer, answeredKey) = waiting.value
             switch result {
             case .success(let outcome):
                 if outcome.applied > 0 {

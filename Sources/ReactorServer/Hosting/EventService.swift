@@ -41,48 +41,86 @@ final class EventService<StateType: HostedState> {
         }
     }
 
-    /// A key this server has not seen, in a cluster: claimed in Redis first, so that a retry sent
-    /// to another node gets the first answer too (and one sent at the same time, a 409).
+    /// A key this server has not seen, in a cluster: claimed in Redis, so that a retry sent to
+    /// another node gets the first answer too (and one sent at the same time, a 409). The claim
+    /// goes out and the events are applied at once, without waiting for its answer: the append that
+    /// carries them follows it on the same connection and goes in only while the key holds this
+    /// request's claim (the script's fence), so a request costs one turn of Redis, not two. The
+    /// request is answered once both are known: by the key's entry when the claim found one (the
+    /// events, fenced off, were dropped), else as its events were.
     private func claimAcrossCluster(_ shared: any SharedEventLog, key: String, scopedKey: String, fingerprint: String,
                                     request: HTTPRequest, context: RequestContext, respond: @escaping (HTTPResponse) -> Void) {
         let sharedKey = RedisStreamLog.sha1Hex(Array(scopedKey.utf8))
-        let sharedFingerprint = fingerprint
         let window = idempotencyWindowMilliseconds
         // Claimed for as long as a request can take, and kept for the window once answered: a key
         // whose first request died with its node is free again soon, not after the whole window.
-        let ownClaim = SharedIdempotencyEntry.newClaim(fingerprint: sharedFingerprint)
-        shared.claimIdempotencyKey(sharedKey, claim: ownClaim, milliseconds: min(window, IdempotencyCache.sharedClaimMilliseconds)) { [self] claim in
+        let ownClaim = SharedIdempotencyEntry.newClaim(fingerprint: fingerprint)
+        let answeredKey = CommitPipeline<StateType>.AnsweredKey(key: sharedKey, fingerprint: fingerprint, milliseconds: window,
+                                                               claim: ownClaim, carried: CommitPipeline<StateType>.AnswerCarried())
+        let pending = ClaimedRequest()
+        let finish = { [self, idempotency] in
+            guard let claim = pending.claim, let response = pending.response else { return }
             switch claim {
             case .success(nil):
-                let answeredWithEvent = CommitPipeline<StateType>.AnsweredKey(key: sharedKey, fingerprint: sharedFingerprint, milliseconds: window, claim: ownClaim)
-                applyEvents(request, context: context, answeredKey: answeredWithEvent) { [idempotency] response in
-                    idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
-                    // A server error may hide events that went in (an append Redis ran but did not
-                    // answer, replicas that did not confirm it): the key is left as it is, answered
-                    // by the append itself or claimed until its claim runs out, never freed for a
-                    // retry that would apply the events again.
-                    if response.status.code < 500 {
-                        let answered = SharedIdempotencyEntry.answered(fingerprint: sharedFingerprint, status: response.status.code, body: response.body)
-                        shared.settleIdempotencyKey(sharedKey, claim: ownClaim, entry: IdempotencyCache.remembers(response.status.code) ? answered : nil, milliseconds: window)
-                    }
-                    respond(response)
-                }
-            case .success(let entry?) where entry.fingerprint != sharedFingerprint:
-                idempotency.forget(scopedKey)
-                respond(Problem.idempotencyKeyReused(key).response)
-            case .success(.inFlight?):
-                idempotency.forget(scopedKey)
-                respond(Problem.idempotentRequestInProgress(key).response)
-            case .success(.answered(_, let code, let body)?):
-                let status = IdempotencyCache.rememberedStatuses.first { $0.code == code } ?? HTTPStatus(code, "Replayed")
-                var response = HTTPResponse(status: status, contentType: code < 300 ? .json : .problemJSON, body: body)
                 idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
-                response.addHeader("Idempotent-Replayed", "true")
+                // A 2xx's answer went in with its events. A server error may hide events that
+                // went in (an append Redis ran but did not answer, replicas that did not confirm
+                // it): the key is left as it is, answered by the append itself or claimed until
+                // its claim runs out, never freed for a retry that would apply the events again.
+                let written = response.status.code < 300 && answeredKey.carried?.value == true
+                if response.status.code < 500 && !written {
+                    let answered = SharedIdempotencyEntry.answered(fingerprint: fingerprint, status: response.status.code, body: response.body)
+                    shared.settleIdempotencyKey(sharedKey, claim: ownClaim, entry: IdempotencyCache.remembers(response.status.code) ? answered : nil, milliseconds: window)
+                }
                 respond(response)
+            case .success(let entry?):
+                respond(answer(key, scopedKey: scopedKey, fingerprint: fingerprint, takenBy: entry))
             case .failure(let error):
-                idempotency.forget(scopedKey)
-                respond(Problem.journalUnavailable(error).response)
+                // Events that went in had the key's claim (the fence): it was taken after all.
+                guard response.status.code < 300 && answeredKey.carried?.value == true else {
+                    idempotency.forget(scopedKey)
+                    return respond(Problem.journalUnavailable(error).response)
+                }
+                idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
+                respond(response)
             }
+        }
+        shared.claimIdempotencyKey(sharedKey, claim: ownClaim, milliseconds: min(window, IdempotencyCache.sharedClaimMilliseconds)) { claim in
+            pending.claim = claim
+            finish()
+        }
+        // Not sent (Redis is not reachable): nothing to apply.
+        if case .failure(let error)? = pending.claim {
+            idempotency.forget(scopedKey)
+            return respond(Problem.journalUnavailable(error).response)
+        }
+        applyEvents(request, context: context, answeredKey: answeredKey) { response in
+            pending.response = response
+            finish()
+        }
+    }
+
+    /// A keyed request and its key's claim, until both are answered (on the loop thread).
+    private final class ClaimedRequest {
+        var claim: Result<SharedIdempotencyEntry?, EventLogError>?
+        var response: HTTPResponse?
+    }
+
+    /// The answer to a request whose key another request holds in Redis (`entry`).
+    private func answer(_ key: String, scopedKey: String, fingerprint: String, takenBy entry: SharedIdempotencyEntry) -> HTTPResponse {
+        switch entry {
+        case _ where entry.fingerprint != fingerprint:
+            idempotency.forget(scopedKey)
+            return Problem.idempotencyKeyReused(key).response
+        case .inFlight:
+            idempotency.forget(scopedKey)
+            return Problem.idempotentRequestInProgress(key).response
+        case .answered(_, let code, let body):
+            let status = IdempotencyCache.rememberedStatuses.first { $0.code == code } ?? HTTPStatus(code, "Replayed")
+            var response = HTTPResponse(status: status, contentType: code < 300 ? .json : .problemJSON, body: body)
+            idempotency.finish(scopedKey, fingerprint: fingerprint, response: response)
+            response.addHeader("Idempotent-Replayed", "true")
+            return response
         }
     }
 

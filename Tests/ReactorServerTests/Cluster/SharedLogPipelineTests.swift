@@ -64,8 +64,9 @@ final class SharedLogPipelineTests: XCTestCase {
                     refusals += 1
                     return completion(.failure(EventLogError(.behind(head: lastVersion), "behind")))
                 }
-                if answers.contains(where: { takenKeys.contains($0.key) }) {
-                    return completion(.failure(EventLogError(.fenced, "fenced")))
+                let fenced = answers.filter { takenKeys.contains($0.key) }.map(\.key)
+                if !fenced.isEmpty {
+                    return completion(.failure(EventLogError(.fenced(keys: fenced), "fenced")))
                 }
                 stream += records
                 self.answers += answers
@@ -503,38 +504,63 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(snapshots, [2, 5])
     }
 
-    /// An append whose key another request took meanwhile is fenced off: its events are undone and
-    /// answered 503 (a retry finds the other request's answer), and the next append goes in, the
-    /// server ready all along.
-    func testAnAppendFencedOffByATakenKeyIsUndoneAndTheNextGoesIn() {
+    /// An append fenced off by a key another request holds (its claim refused, or run out) drops
+    /// only the request answering that key (503: the claim's answer is its client's); the others of
+    /// its group are applied again and go in, the server ready all along, no claim freed.
+    func testAFencedAppendDropsOnlyTheRequestWhoseKeyIsTaken() {
         let harness = harness()
         let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000, claim: Self.claim)
         let answers: [Answer] = onLoop { finish in
             harness.log.takenKeys = ["k"]
-            guard case .success(let keyed)? = harness.core.fireIfIdle(event: Self.increment, origin: nil),
-                  case .success(let unkeyed)? = harness.core.fireIfIdle(event: Self.increment, origin: nil) else {
+            guard case .success(let unkeyed)? = harness.core.fireIfIdle(event: Self.increment, origin: nil),
+                  case .success(let keyed)? = harness.core.fireIfIdle(event: Self.increment, origin: nil),
+                  case .success(let after)? = harness.core.fireIfIdle(event: Self.increment, origin: nil) else {
                 return XCTFail("the increments apply here first")
             }
             harness.pipeline.answer(key, withEventOf: keyed)
             var answers: [Answer] = []
-            harness.pipeline.whenPublished(keyed) { answers.append(Answer($0)) }
-            harness.pipeline.whenPublished(unkeyed) { outcome in
+            let collect = { (outcome: CommitPipeline<JSONDocument>.Outcome) in
                 answers.append(Answer(outcome))
-                guard case .success(let next)? = harness.core.fireIfIdle(event: Self.increment, origin: nil) else {
-                    return XCTFail("the core takes events after a fenced append")
-                }
-                harness.pipeline.whenPublished(next) { outcome in finish(answers + [Answer(outcome)]) }
+                if answers.count == 3 { finish(answers) }
             }
+            harness.pipeline.whenPublished(unkeyed, collect)
+            harness.pipeline.whenPublished(keyed, collect)
+            harness.pipeline.whenPublished(after, collect)
         }
-        XCTAssertEqual(answers, [.status(503), .status(503), .version(1)])
-        let (stream, healthy, settledKeys): ([UInt64], Bool, [String]) = onLoop { finish in
-            finish((harness.log.stream.map(\.version), harness.pipeline.isHealthy,
-                    harness.log.settled.map { "\($0.key) \(String(decoding: $0.claim.bytes, as: UTF8.self)) \($0.entry == nil ? "freed" : "answered")" }))
+        // The dropped request is answered as the group is applied again, the others once appended.
+        XCTAssertEqual(answers, [.status(503), .version(1), .version(2)])
+        let (stream, healthy, settledKeys, answered): ([UInt64], Bool, Int, Int) = onLoop { finish in
+            finish((harness.log.stream.map(\.version), harness.pipeline.isHealthy, harness.log.settled.count, harness.log.answers.count))
         }
-        XCTAssertEqual(stream, [1])
+        XCTAssertEqual(stream, [1, 2], "the two requests whose keys were not taken went in")
         XCTAssertTrue(healthy)
-        XCTAssertEqual(settledKeys, ["k p f c1 freed"], "the fenced request's own claim is freed for its retry")
-        XCTAssertEqual(settled(harness).root, ["n": 1])
+        XCTAssertEqual(settledKeys, 0, "the taken key is another request's: nothing of it is freed")
+        XCTAssertEqual(answered, 0)
+        XCTAssertEqual(settled(harness).root, ["n": 2])
+    }
+
+    /// A request of several events whose key is taken is dropped whole; the request before it goes in.
+    func testAFencedRequestOfSeveralEventsIsDroppedWhole() {
+        let harness = harness()
+        let key = CommitPipeline<JSONDocument>.AnsweredKey(key: "k", fingerprint: "f", milliseconds: 1_000, claim: Self.claim)
+        let answers: [Answer] = onLoop { finish in
+            harness.log.takenKeys = ["k"]
+            guard case .success(let unkeyed)? = harness.core.fireIfIdle(event: Self.increment, origin: nil),
+                  case .success(let batch)? = harness.core.fireIfIdle(events: [Self.increment, Self.increment], mode: .allOrNothing, origin: nil) else {
+                return XCTFail("the increments apply here first")
+            }
+            harness.pipeline.markBatch(versions: (batch.version - 1)...batch.version, postedIndices: [0, 1])
+            harness.pipeline.answer(key, withEventOf: batch.version)
+            var answers: [Answer] = []
+            let collect = { (outcome: CommitPipeline<JSONDocument>.Outcome) in
+                answers.append(Answer(outcome))
+                if answers.count == 2 { finish(answers) }
+            }
+            harness.pipeline.whenPublished(unkeyed, collect)
+            harness.pipeline.whenPublished(batch.version, collect)
+        }
+        XCTAssertEqual(answers, [.status(503), .version(1)])
+        XCTAssertEqual(settled(harness).root, ["n": 1], "none of the dropped request's events applied")
     }
 
     /// A snapshot Redis refused is tried again after a later append of this server's, once the
