@@ -365,6 +365,7 @@ class HoldingProxy:
         self.markers = markers
         self.seconds = seconds
         self.held = threading.Event()
+        self.held_at: float | None = None  # time.monotonic() as the command was held
         self.listener = socket.create_server((HOST, 0))
         self.port = self.listener.getsockname()[1]
         self.sockets: list[socket.socket] = []
@@ -414,6 +415,7 @@ class HoldingProxy:
                     if all(marker in pending[start:end] for marker in self.markers):
                         destination.sendall(pending[:start])
                         pending = pending[start:]
+                        self.held_at = time.monotonic()
                         self.held.set()
                         time.sleep(self.seconds)
                         start = len(pending)

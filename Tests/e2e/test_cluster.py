@@ -706,17 +706,27 @@ def test_an_idempotency_key_applies_once_whichever_nodes_the_retries_reach(clust
     assert_contiguous_stream(cluster.redis, cluster.key, 2)
 
 
+@pytest.mark.time_limit(60)
 def test_a_retry_of_a_key_answered_elsewhere_leaves_the_requests_beside_it_acknowledged(cluster):
     """A node sends a key's claim and the append carrying the request's events together, without
     waiting for the claim's answer: a retry of a key node a answered is applied on node b, fenced
     off in b's append (the key is not its own), and dropped, answered with a's answer; the
-    unkeyed requests applied beside it, in the same groups, are applied again and acknowledged."""
-    a, b = cluster.nodes("a", "b")
-    rounds, unkeyed = 5, 24
-    for round in range(rounds):
-        first = post_events(a, INCREMENT, headers=keyed(f"paid-{round}"))
-        assert first.status == 200, first
-        version = first.json()["version"]
+    unkeyed requests applied beside it, in the same group, are applied again and acknowledged.
+    b's first append is held 1 s on its way to Redis, so that the retry and the others all wait
+    for the next one, together."""
+    proxy = HoldingProxy(cluster.redis.port, (b"EVALSHA", b":log"), seconds=1)
+    try:
+        a = cluster.node("a")
+        b = cluster._reactord("--redis", f"redis://{HOST}:{proxy.port}", "--redis-key", cluster.key, "--node-name", "b")
+        wait_until(lambda: request(b, "GET", "/readyz").status == 200, 10, message="node b connects through the proxy")
+        first = post_events(a, INCREMENT, headers=keyed("paid"))
+        assert first.status == 200 and first.json() == {"version": 1}, first
+        assert_converged([a, b], 1, {"n": 1})
+        held: dict = {}
+        holder = threading.Thread(target=lambda: held.update(answer=post_events(b, INCREMENT)), daemon=True)
+        holder.start()
+        assert proxy.held.wait(5), "b's first append never went through the proxy"
+        unkeyed = 10
         answers: list = []
         barrier = threading.Barrier(unkeyed + 1, timeout=10)
 
@@ -724,23 +734,37 @@ def test_a_retry_of_a_key_answered_elsewhere_leaves_the_requests_beside_it_ackno
             barrier.wait()
             answers.append((headers, post_events(b, INCREMENT, headers=headers)))
 
-        threads = [threading.Thread(target=send, args=(keyed(f"paid-{round}"),), daemon=True)]
+        threads = [threading.Thread(target=send, args=(keyed("paid"),), daemon=True)]
         threads += [threading.Thread(target=send, args=({},), daemon=True) for _ in range(unkeyed)]
         for thread in threads:
             thread.start()
-        for thread in threads:
+        for thread in threads + [holder]:
             thread.join(20)
+        assert held["answer"].status == 200, held
         assert len(answers) == unkeyed + 1, answers
         for headers, answer in answers:
             if headers:
-                assert answer.status == 200 and answer.json() == {"version": version} and answer.header("Idempotent-Replayed") == "true", answer
+                assert answer.status == 200 and answer.json() == {"version": 1} and answer.header("Idempotent-Replayed") == "true", answer
             else:
                 assert answer.status == 200 and answer.header("Idempotent-Replayed") is None, answer
-    # Each retry went through the fence: applied, appended, dropped.
-    assert b.log().count("requests whose idempotency keys are another request's are dropped") == rounds, b.log()[-3000:]
-    total = rounds * (1 + unkeyed)
-    assert_converged([a, b], total, {"n": total})
-    assert_contiguous_stream(cluster.redis, cluster.key, total)
+        # The retry went through the fence (applied, appended, dropped), not around it.
+        fenced = "requests whose idempotency keys are another request's are dropped"
+        assert b.log().count(fenced) == 1, b.log()[-3000:]
+        # For a second after a fence, b applies a keyed request only once its claim is answered: a
+        # retry then is answered from the key, never applied, and fences nothing off. (The fence
+        # came after the held append, a second or more after it was held: the retry answered
+        # within 1.9 s of the hold was taken within that second.)
+        second = post_events(a, INCREMENT, headers=keyed("paid-again"))
+        assert second.status == 200, second
+        retry = post_events(b, INCREMENT, headers=keyed("paid-again"))
+        assert time.monotonic() - proxy.held_at < 1.9, "too slow to fall within the second after the fence"
+        assert retry.status == 200 and retry.json() == second.json() and retry.header("Idempotent-Replayed") == "true", retry
+        assert b.log().count(fenced) == 1, b.log()[-3000:]
+        total = 3 + unkeyed
+        assert_converged([a, b], total, {"n": total})
+        assert_contiguous_stream(cluster.redis, cluster.key, total)
+    finally:
+        proxy.close()
 
 
 @pytest.mark.time_limit(60)
@@ -999,6 +1023,14 @@ def test_snapshots_trim_the_stream_and_a_late_node_starts_from_one(cluster, redi
     assert problem["oldestVersion"] == 20, problem
     assert_problem(request(a, "GET", "/state?version=5"), 410, "history-gone")
     assert state_and_version(a, "?version=21") == ({"n": 21}, 21)
+    # Every node answers alike, whatever it still holds in memory: a applied all 23 events, and,
+    # once it knows of the snapshot (from its next heartbeat, within a second), says what c says: what
+    # Redis keeps after the snapshot before the newest one, 410 before it.
+    wait_until(lambda: request(a, "GET", "/history?since=20").header("Reactor-Oldest-Version") == "20", 5,
+               message="a learns of the snapshot")
+    assert_problem(request(a, "GET", "/history?since=5"), 410, "history-gone")
+    for node in (a, b, c):
+        assert [entry["version"] for entry in all_history(node, since=10)] == list(range(11, 24)), node.name
 
 
 def test_metrics_describe_the_cluster(cluster, redis):

@@ -237,10 +237,8 @@ public final class RedisStreamLog: SharedEventLog {
     }
 
     /// Loads every script this node runs, before anything else is sent on the connection, so that
-    /// an `EVALSHA` finds its script. A key's claim is sent before the append it guards, without
-    /// waiting for its answer, and must run first: a claim refused `NOSCRIPT` and sent again as
-    /// `EVAL` would run after that append (fenced off: the key not yet claimed). The fallback stays
-    /// for a Redis whose scripts were flushed while the node was connected.
+    /// an `EVALSHA` finds its script rather than cost a round trip more (`send(script:)`'s fallback,
+    /// kept for a Redis whose scripts were flushed while the node was connected).
     private func loadScripts(on connection: RedisConnection) {
         for script in [ClusterScripts.append, ClusterScripts.settleIdempotencyKey,
                        ClusterScripts.saveSnapshot, ClusterScripts.heartbeat] {
@@ -551,7 +549,12 @@ public final class RedisStreamLog: SharedEventLog {
     }
 
     public func read(after version: UInt64, limit: Int, completion: @escaping (Result<[LogRecord], EventLogError>) -> Void) {
-        if let records = recentRecords(after: version, limit: limit) { return completion(.success(records)) }
+        // Before the newest snapshot Redis says what is kept (the next snapshot trims there), so
+        // that every node answers alike whatever it holds in memory: memory serves it only while
+        // Redis is away.
+        if version >= oldestVersion || !isConnected, let records = recentRecords(after: version, limit: limit) {
+            return completion(.success(records))
+        }
         guard isConnected, let commands else {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }

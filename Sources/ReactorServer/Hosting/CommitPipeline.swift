@@ -148,6 +148,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         /// request's, or no one's). The requests answering them are dropped when the others are
         /// applied again (see `reconcile`).
         var fencedKeys: Set<String> = []
+        /// When an append was last fenced off (loop time, ms).
+        var fencedAt: UInt64?
         var eventsSinceSnapshot = 0
         var bytesSinceSnapshot = 0
         var snapshotting = false
@@ -220,6 +222,16 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
 
     /// Whether clients may see `version` already.
     func isPublished(_ version: UInt64) -> Bool { version <= publishedVersion }
+
+    /// Whether an append was fenced off by idempotency keys not its requests' own within the last
+    /// second: a retry of a request answered elsewhere reached this server, and more may follow (a
+    /// client retrying a batch of requests). Meanwhile a keyed request is applied only once its
+    /// key's claim is answered (`EventService`), so that the group applied again after the fence
+    /// is not fenced off in turn by the next retry, and the next.
+    var wasFencedRecently: Bool {
+        guard let fencedAt = progress.fencedAt else { return false }
+        return loop.now < fencedAt + 1_000
+    }
 
     var isHealthy: Bool { unreadiness == nil }
 
@@ -386,6 +398,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
                                 metadata: ["keys": "\(keys.count)"])
                     progress.pending.insert(contentsOf: batch, at: 0)
                     progress.fencedKeys.formUnion(keys)
+                    progress.fencedAt = loop.now
                 } else {
                     fail(error)
                 }
@@ -519,7 +532,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         logger.error("the journal refused events; they are undone and not acknowledged", metadata: [
             "error": "\(error)", "published": "\(publishedVersion)",
         ])
-        progress.failure = error
+        // A fenced append says nothing of the log, which is sound.
+        if case .fenced = error.kind {} else { progress.failure = error }
         progress.pending.removeAll()
         progress.fencedKeys.removeAll()
         endHandover()

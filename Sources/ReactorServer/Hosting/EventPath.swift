@@ -151,7 +151,14 @@ final class EventPath<StateType: HostedState> {
                 }
                 // The key goes with the last event; its answer takes the version that event is
                 // appended at (in a cluster, perhaps another, after others appended first).
-                if let answeredKey, outcome.applied > 0 {
+                guard outcome.applied > 0 else {
+                    // Nothing of this request's to wait for: the state as clients may see it now.
+                    // (The core's version may be another request's event, which a shared log may
+                    // yet apply again at another version, or drop.)
+                    members["version"] = .integer(Int64(pipeline.publishedVersion))
+                    return answer(.json(JSON.object(members).jsonBytes))
+                }
+                if let answeredKey {
                     pipeline.answer(answeredKey, withEventOf: outcome.version, members: members)
                 }
                 pipeline.whenPublished(outcome.version) { published in

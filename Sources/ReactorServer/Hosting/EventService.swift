@@ -85,19 +85,30 @@ final class EventService<StateType: HostedState> {
                 respond(response)
             }
         }
+        let apply = { [self] in
+            applyEvents(request, context: context, answeredKey: answeredKey) { response in
+                pending.response = response
+                finish()
+            }
+        }
+        // Right after a fence (see `CommitPipeline.wasFencedRecently`), applied only once the key is
+        // known to be this request's, as a retry storm would otherwise fence off every next group.
+        let applyOnceClaimed = path.pipeline.wasFencedRecently
         shared.claimIdempotencyKey(sharedKey, claim: ownClaim, milliseconds: min(window, IdempotencyCache.sharedClaimMilliseconds)) { claim in
             pending.claim = claim
+            guard applyOnceClaimed else { return finish() }
+            if case .success(nil) = claim { return apply() }
+            // Not applied: the claim's answer is the request's.
+            pending.response = Problem.journalUnavailable(EventLogError(.other, "not applied")).response
             finish()
         }
+        if applyOnceClaimed { return }
         // Not sent (Redis is not reachable): nothing to apply.
         if case .failure(let error)? = pending.claim {
             idempotency.forget(scopedKey)
             return respond(Problem.journalUnavailable(error).response)
         }
-        applyEvents(request, context: context, answeredKey: answeredKey) { response in
-            pending.response = response
-            finish()
-        }
+        apply()
     }
 
     /// A keyed request and its key's claim, until both are answered (on the loop thread).

@@ -223,6 +223,20 @@ final class EventPathTests: XCTestCase {
         XCTAssertEqual(journaled(harness).count, 3)
     }
 
+    /// A request of several events that applied none (all pruned) waits for nothing: it is not
+    /// answered with the fate of another request's event, applied before it and refused by the log.
+    func testARequestThatAppliedNothingIsNotAnsweredWithAnotherRequestsFailure() {
+        let harness = harness()
+        let _: Bool = onLoop { finish in
+            harness.log!.failure = EventLogError(.io(code: 28), "no space left on device")
+            finish(true)
+        }
+        let answers = post([#"{"type":"increment","path":"/n"}"#, #"[{"type":"nope"}]"#], mode: .prune, to: harness)
+        XCTAssertEqual(answers.map(\.status), [503, 200])
+        XCTAssertEqual(answers[1].json["version"], 0, "the published version: the increment before it never was")
+        XCTAssertEqual(answers[1].json["applied"], 0)
+    }
+
     func testWithoutAJournalAnEventIsAnsweredAtOnce() {
         let harness = harness(journaled: false)
         let answered: Answer = onLoop { finish in
