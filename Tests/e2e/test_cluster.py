@@ -748,7 +748,7 @@ def test_a_retry_of_a_key_answered_elsewhere_leaves_the_requests_beside_it_ackno
             else:
                 assert answer.status == 200 and answer.header("Idempotent-Replayed") is None, answer
         # The retry went through the fence (applied, appended, dropped), not around it.
-        fenced = "requests whose idempotency keys are another request's are dropped"
+        fenced = "requests whose idempotency keys are not theirs in Redis are dropped"
         assert b.log().count(fenced) == 1, b.log()[-3000:]
         # For a second after a fence, b applies a keyed request only once its claim is answered: a
         # retry then is answered from the key, never applied, and fences nothing off. (The fence

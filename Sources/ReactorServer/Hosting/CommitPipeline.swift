@@ -392,9 +392,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
                 if case .behind(let head) = error.kind { awaitHandover(upTo: head) }
             case .failure(let error):
                 if case .fenced(let keys) = error.kind, !keys.isEmpty {
-                    // Only the requests whose keys are not theirs stay out (each answered by its
-                    // key's claim: a replay, a 409); the rest are applied again and go in.
-                    logger.info("requests whose idempotency keys are another request's are dropped from an append; the rest go in again",
+                    // Only the requests whose keys are not theirs stay out (each answered with what
+                    // its key holds: the first answer, a 409, a 422); the rest are applied again.
+                    logger.info("requests whose idempotency keys are not theirs in Redis are dropped from an append; the rest go in again",
                                 metadata: ["keys": "\(keys.count)"])
                     progress.pending.insert(contentsOf: batch, at: 0)
                     progress.fencedKeys.formUnion(keys)
