@@ -730,9 +730,7 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         // This server's own events again, on the others': each keeps its clients, at its new version;
         // their reactions are fired anew as they apply.
         var outcomes: [UInt64: Outcome] = [:]
-        let dropped = Outcome.failure(Problem.journalUnavailable(EventLogError(.fenced(keys: []),
-            "the request's idempotency key was not its own in Redis (another request's, or its claim refused or run out); its events were not applied")))
-        func isDropped(_ entry: Entry) -> Bool { entry.answeredKey.map { dropping.contains($0.key) } ?? false }
+        func isDropped(_ entry: Entry) -> Bool { !dropping.isEmpty && entry.answeredKey.map { dropping.contains($0.key) } ?? false }
         var next = own.startIndex
         while next < own.endIndex {
             let entry = own[next]
@@ -743,13 +741,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             if let mark = entry.batch {
                 var end = next + 1
                 while end < own.endIndex, own[end].batch?.id == mark.id { end += 1 }
-                outcomes[own[end - 1].version] = own[next..<end].contains(where: isDropped) ? dropped : applyAgain(batch: own[next..<end])
+                outcomes[own[end - 1].version] = own[next..<end].contains(where: isDropped) ? Self.dropped : applyAgain(batch: own[next..<end])
                 next = end
                 continue
             }
             next += 1
             if isDropped(entry) {
-                outcomes[entry.version] = dropped
+                outcomes[entry.version] = Self.dropped
                 continue
             }
             guard let result = core.fireIfIdle(event: entry.event, origin: nil) else { continue }
@@ -767,6 +765,13 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
             case nil: waiter.resume(.failure(Problem.journalUnavailable(EventLogError(.other, "the event was lost while this node caught up"))))
             }
         }
+    }
+
+    /// What a request dropped from a fenced append is told (its client gets its key's answer
+    /// instead). Made when needed: a replay after every lost race would otherwise build it.
+    private static var dropped: Outcome {
+        .failure(Problem.journalUnavailable(EventLogError(.fenced(keys: []),
+            "the request's idempotency key was not its own in Redis (another request's, or its claim refused or run out); its events were not applied")))
     }
 
     /// The events of one request of several, applied again as one, all or none: each keeps its
