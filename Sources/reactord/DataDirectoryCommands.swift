@@ -86,7 +86,7 @@ struct Repair: ParsableCommand {
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Writes a data directory as JSON lines: its snapshot, then every event after it.",
-        discussion: "The first line is {\"version\":S,\"state\":...}; each further line {\"version\":N,\"event\":...}."
+        discussion: "The first line is {\"version\":S,\"state\":...}; each further line {\"version\":N,\"event\":...}. Idempotency answers still within their window ride on the lines of the events that answered them (\"answers\":[...]), so that import keeps them."
     )
 
     @Option(help: "The data directory.")

@@ -913,6 +913,45 @@ def test_export_then_import_gives_the_same_state_and_versions(reactord, data_dir
         stop(server)
 
 
+def test_a_retry_after_an_export_and_import_is_answered_not_applied_again(reactord, data_dir, tmp_path):
+    server = start(reactord, data_dir)
+    keyed = {"Idempotency-Key": "order-9", "Content-Type": "application/json"}
+    batch_keyed = {"Idempotency-Key": "order-10", "Content-Type": "application/json"}
+    event = {"type": "increment", "path": "/n", "by": 5}
+    batch = [{"type": "increment", "path": "/n"}, {"type": "append", "path": "/l", "value": 1}]
+    assert request(server, "POST", "/events", body=event, headers=keyed).json() == {"version": 1}
+    assert request(server, "POST", "/events", body=batch, headers=batch_keyed).json() == {"version": 3, "applied": 2}
+    fire(server, {"type": "set", "path": "/x", "value": 1})
+    stop(server)
+    # Compacted first, so that one answer rides on the snapshot's line and the others on events'.
+    assert reactord_tool("compact", "--data-dir", str(data_dir)).returncode == 0
+    server = start(reactord, data_dir)
+    fire(server, {"type": "set", "path": "/y", "value": 2})
+    assert request(server, "POST", "/events", body=event, headers={**keyed, "Idempotency-Key": "order-11"}).json() == {"version": 6}
+    stop(server)
+
+    exported = tmp_path / "export.jsonl"
+    done = reactord_tool("export", "--data-dir", str(data_dir), "-o", str(exported))
+    assert done.returncode == 0, text(done)
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert [line["version"] for line in lines] == [4, 5, 6]
+    assert sorted(answer["version"] for answer in lines[0]["answers"]) == [1, 3]
+    assert "answers" not in lines[1] and [answer["version"] for answer in lines[2]["answers"]] == [6]
+
+    target = tmp_path / "imported"
+    done = reactord_tool("import", "--data-dir", str(target), str(exported))
+    assert done.returncode == 0, text(done)
+    server = start(reactord, target)
+    for headers, body, answer in [(keyed, event, {"version": 1}), (batch_keyed, batch, {"version": 3, "applied": 2}),
+                                  ({**keyed, "Idempotency-Key": "order-11"}, event, {"version": 6})]:
+        retry = request(server, "POST", "/events", body=body, headers=headers)
+        assert retry.status == 200 and retry.json() == answer, (retry.status, retry.body)
+        assert retry.header("Idempotent-Replayed") == "true"
+    # Another request under a key already answered is still told so.
+    assert_problem(request(server, "POST", "/events", body={"type": "increment", "path": "/n"}, headers=keyed), 422, "idempotency-key-reused")
+    assert state_and_version(server) == ({"n": 11, "l": [1], "x": 1, "y": 2}, 6)
+
+
 def test_export_after_a_snapshot_starts_at_the_snapshot(reactord, data_dir, tmp_path):
     server = start(reactord, data_dir)
     for i in range(10):

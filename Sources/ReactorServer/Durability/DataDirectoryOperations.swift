@@ -93,37 +93,22 @@ public enum DataDirectoryOperations {
         return report.lastVersion
     }
 
-    /// Writes the directory as JSON lines: `{"version":S,"state":...}` (its snapshot) first, then
-    /// `{"version":N,"event":...}` for every event after it.
+    /// Writes the directory as JSON lines (`ExportLine`): its snapshot first, then every event after
+    /// it, each with the idempotency answers it carries that are still within their window.
     public static func export(_ directory: DataDirectory, to write: ([UInt8]) -> Void) throws(EventLogError) -> JournalRecovery.Report {
         try requireExisting(directory)
         let lock = try directory.lock(readOnly: true)
         defer { close(lock) }
-        func line(_ record: LogRecord, member: String) {
-            var bytes = Array(#"{"version":"#.utf8)
-            bytes.appendDecimal(record.version)
-            bytes.append(contentsOf: ",\"\(member)\":".utf8)
-            bytes.append(contentsOf: record.payload)
-            bytes.append(contentsOf: "}\n".utf8)
-            write(bytes)
+        let now = JournaledAnswer.now()
+        func line(_ record: LogRecord, _ member: ExportLine.Member) {
+            write(ExportLine.bytes(of: record, as: member, answersExpiringAfter: now) + [UInt8(ascii: "\n")])
         }
-        return try read(directory, repair: false, restore: { line($0, member: "state") }, replay: { line($0, member: "event") })
+        return try read(directory, repair: false, restore: { line($0, .state) }, replay: { line($0, .event) })
     }
 
-    /// The bytes of the event in `line` when it is exactly `{"version":N,"event":...}` as `export`
-    /// writes it (trailing whitespace aside); nil for any other form.
-    private static func exportedPayload(in line: [UInt8], version: UInt64) -> [UInt8]? {
-        var prefix = Array(#"{"version":"#.utf8)
-        prefix.appendDecimal(version)
-        prefix.append(contentsOf: #","event":"#.utf8)
-        var end = line.count
-        while end > 0, line[end - 1] == 32 || line[end - 1] == 9 || line[end - 1] == 13 || line[end - 1] == 10 { end -= 1 }
-        guard end > prefix.count + 1, line[end - 1] == UInt8(ascii: "}"), line.starts(with: prefix) else { return nil }
-        return Array(line[prefix.count..<(end - 1)])
-    }
-
-    /// Fills an empty directory from an export: the same state at the same versions. Every event is
-    /// replayed first, so a bad export changes nothing. Returns the last version.
+    /// Fills an empty directory from an export: the same state at the same versions, with the
+    /// idempotency answers still within their window. Every event is replayed first, so a bad export
+    /// changes nothing. Returns the last version.
     public static func importLines<StateType: HostedState>(_ lines: some Sequence<[UInt8]>, into directory: DataDirectory, as type: StateType.Type) throws(EventLogError) -> UInt64 {
         // The export is read and checked in full before the directory is touched: a bad one leaves
         // no trace there (not even the directory, or its lock).
@@ -131,6 +116,7 @@ public enum DataDirectoryOperations {
         var snapshot: LogRecord?
         var state: StateType?
         var records: [LogRecord] = []
+        let now = JournaledAnswer.now()
         for (index, bytes) in lines.enumerated() where !bytes.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
             let lineNumber = index + 1
             let json: JSON
@@ -141,11 +127,20 @@ public enum DataDirectoryOperations {
                 throw EventLogError(.other, "line \(lineNumber): no \"version\" (a non-negative integer)")
             }
             let version = UInt64(signed)
+            // The answers still within their window; a retry past it is a new request anyway.
+            func answers(versions: ClosedRange<UInt64>) throws(EventLogError) -> [JournaledAnswer] {
+                guard let value = json["answers"] else { return [] }
+                do throws(ExportLineError) {
+                    return try ExportLine.answers(value, versions: versions).filter { $0.expiresAt > now }
+                } catch {
+                    throw EventLogError(.other, "line \(lineNumber): \(error.message)")
+                }
+            }
             if snapshot == nil {
                 guard let value = json["state"] else {
                     throw EventLogError(.other, "line \(lineNumber): an export starts with {\"version\":N,\"state\":...}")
                 }
-                let record = LogRecord(version: version, payload: value.jsonBytes)
+                let record = LogRecord(version: version, payload: value.jsonBytes, answers: try answers(versions: 0...version))
                 do throws(EventLogError) { try JournalFormat.checkWritable(record) } catch {
                     throw EventLogError(.other, "line \(lineNumber): \(error.message)")
                 }
@@ -165,9 +160,9 @@ public enum DataDirectoryOperations {
             // `/history` reads the same after a restore as before.
             // Not with a line break inside (a CR the line split left): records become lines of
             // `/history` and of the next export.
-            let payload = Self.exportedPayload(in: bytes, version: version)
+            let payload = ExportLine.payload(in: bytes, version: version, answers: json["answers"], member: .event)
                 .flatMap { !$0.contains(13) && !$0.contains(10) && (try? JSONParser.carrier.parse($0)) == event ? $0 : nil }
-            let record = LogRecord(version: version, payload: payload ?? event.jsonBytes)
+            let record = LogRecord(version: version, payload: payload ?? event.jsonBytes, answers: try answers(versions: version...version))
             do throws(EventLogError) { try JournalFormat.checkWritable(record) } catch {
                 throw EventLogError(.other, "line \(lineNumber): \(error.message)")
             }

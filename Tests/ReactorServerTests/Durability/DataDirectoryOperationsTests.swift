@@ -179,6 +179,53 @@ final class DataDirectoryOperationsTests: XCTestCase {
         XCTAssertEqual(actual, expected)
     }
 
+    /// Idempotency answers travel with their records through export and import, so that a retry
+    /// reaching the restored server is answered, not applied again; those past their window do not.
+    /// An event keeps its bytes as they were sent with answers beside it too.
+    func testAnswersWithinTheirWindowGoThroughExportAndImport() throws {
+        let later = JournaledAnswer.now() + 3_600_000
+        let lines = [
+            #"{"version":2,"answers":[{"key":"\u0000old","fingerprint":"ab01","version":1,"expiresAt":\#(later)},{"key":"\u0000gone","fingerprint":"ab02","version":2,"expiresAt":5}],"state":{"n":2}}"#,
+            #"{"version":3,"event":{"type":"increment","path":"/n"}}"#,
+            #"{"version":4,"answers":[{"key":"alice\u0000k","fingerprint":"cd03","version":4,"expiresAt":\#(later),"body":{"version":4,"events":2}}],"event":{"type": "increment", "path": "/n"}}"#,
+        ].map { Array($0.utf8) }
+        let data = directory()
+        XCTAssertEqual(try DataDirectoryOperations.importLines(lines, into: data, as: JSONDocument.self), 4)
+        let (state, report) = try recover(data)
+        XCTAssertEqual(state.root, ["n": 4])
+        XCTAssertEqual(report.answers, [
+            JournaledAnswer(version: 1, expiresAt: later, fingerprint: "ab01", key: "\u{0}old"),
+            JournaledAnswer(version: 4, expiresAt: later, fingerprint: "cd03", key: "alice\u{0}k", body: Array(#"{"version":4,"events":2}"#.utf8)),
+        ])
+        var exported: [UInt8] = []
+        _ = try DataDirectoryOperations.export(data) { exported += $0 }
+        let expected = [
+            #"{"version":2,"answers":[{"key":"\u0000old","fingerprint":"ab01","version":1,"expiresAt":\#(later)}],"state":{"n":2}}"#,
+            #"{"version":3,"event":{"type":"increment","path":"/n"}}"#,
+            #"{"version":4,"answers":[{"key":"alice\u0000k","fingerprint":"cd03","version":4,"expiresAt":\#(later),"body":{"version":4,"events":2}}],"event":{"type": "increment", "path": "/n"}}"#,
+        ]
+        XCTAssertEqual(String(decoding: exported, as: UTF8.self), expected.joined(separator: "\n") + "\n")
+    }
+
+    func testAnswersTheJournalCouldNotHoldAreRefusedNamingTheLine() {
+        let state = #"{"version":0,"state":{}}"#
+        for (answer, message) in [
+            (#"{"key":"k","fingerprint":"not hex","version":1,"expiresAt":9}"#, "fingerprint"),
+            (#"{"key":"k","fingerprint":"ab","version":2,"expiresAt":9}"#, "version"),
+            (#"{"key":7,"fingerprint":"ab","version":1,"expiresAt":9}"#, "key"),
+            (#"{"key":"k","fingerprint":"ab","version":1,"expiresAt":-1}"#, "expiresAt"),
+            (#"{"key":"k","fingerprint":"ab","version":1,"expiresAt":9,"status":200}"#, "status"),
+        ] {
+            let data = directory("bad")
+            let lines = [state, #"{"version":1,"answers":[\#(answer)],"event":{"type":"increment","path":"/n"}}"#].map { Array($0.utf8) }
+            XCTAssertThrowsError(try DataDirectoryOperations.importLines(lines, into: data, as: JSONDocument.self)) { error in
+                let text = (error as? EventLogError)?.message ?? ""
+                XCTAssertTrue(text.hasPrefix("line 2: answer 1") && text.contains(message), text)
+            }
+            XCTAssertFalse(FileManager.default.fileExists(atPath: data.path))
+        }
+    }
+
     /// A crash between writing a snapshot and removing the older one leaves both, and perhaps a
     /// temporary file: opening the directory keeps the newest and removes the rest.
     func testOpeningRemovesWhatACrashDuringASnapshotLeft() throws {
