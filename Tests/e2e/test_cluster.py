@@ -435,6 +435,7 @@ def test_redis_away_refuses_writes_keeps_reads_and_recovers_with_nothing_lost(cl
                 info = cluster_info(node)
                 assert info.get("redis") != "connected", info
                 assert info.get("version") == 10, info
+                assert not node_names(info.get("nodes")), f"{node.name} lists nodes alive while cut off from Redis: {info}"
                 # A keyed request too (its key cannot be claimed), answered rather than left waiting.
                 started = time.monotonic()
                 answer = request(node, "POST", "/events", body={"type": "increment", "path": "/lost"},
@@ -554,6 +555,36 @@ def test_a_node_away_while_redis_restarted_empty_and_a_new_cluster_began_applies
                 fire(b, {"type": "append", "path": "/new", "value": i})
         assert_refuses_another_history(a, state, 5, ws)
     assert state_and_version(b)[1] == 10
+
+
+@pytest.mark.time_limit(60)
+def test_a_node_that_lost_its_history_never_reads_the_new_one_as_its_past(cluster):
+    """Redis restarted empty and a new cluster began under the same key: the old node's `/history`
+    and `/state?version=N` serve its own past from memory, or say it cannot be read (503), never
+    the new cluster's events or snapshot as its own."""
+    a = cluster.node("a", "--redis-timeout", str(REDIS_TIMEOUT), "--snapshot-events", "10")
+    for i in range(25):
+        fire(a, {"type": "set", "path": f"/k{i % 5}", "value": f"old{i}"})
+    wait_until(lambda: cluster.meta().get("snapshot") == "20", 5, message="a writes the snapshot at 20")
+    own = all_history(a, since=12)
+    assert [line["version"] for line in own] == list(range(13, 26))
+    with subscribe(a) as ws:
+        assert next_json(ws)["version"] == 25
+        with frozen(a):
+            cluster.redis.stop(signal.SIGKILL)
+            cluster.redis.start(empty=True)
+            b = cluster.node("b", "--snapshot-events", "10")
+            for i in range(22):
+                fire(b, {"type": "set", "path": f"/k{i % 5}", "value": f"new{i}"})
+            wait_until(lambda: cluster.meta().get("snapshot") == "20", 5, message="b writes the snapshot at 20")
+        state, _ = state_and_version(a)
+        assert_refuses_another_history(a, state, 25, ws)
+    assert all_history(a, since=12) == own, "a's own recent events, from memory"
+    for target in ("/state?version=23", "/state?version=21"):
+        answer = request(a, "GET", target)
+        assert_problem(answer, 503, "history-unavailable")
+        assert "history" in problem_of(answer)["detail"], answer
+        assert not re.search(r"new\d", answer.body.decode()), f"{target} served the new cluster's history: {answer}"
 
 
 @pytest.mark.time_limit(90)
@@ -973,6 +1004,42 @@ def test_a_node_refused_by_redis_on_reconnecting_tries_again_until_it_is_served(
     assert fire(node, INCREMENT) == 2
 
 
+def redis_client_ids(admin) -> set[str]:
+    """The ids of the clients connected to Redis, but `admin` itself."""
+    own = str(admin.command("CLIENT", "ID"))
+    listing = admin.command("CLIENT", "LIST")
+    listing = listing.decode() if isinstance(listing, bytes) else listing
+    ids = {field[3:] for line in listing.splitlines() for field in line.split() if field.startswith("id=")}
+    return ids - {own}
+
+
+@pytest.mark.time_limit(60)
+def test_a_node_that_connects_again_is_not_ready_until_it_has_caught_up(cluster, redis):
+    """A node whose connections to Redis dropped while the others moved on (a partition, a proxy
+    restarting) says it is not ready, once it has connected again, until it has applied what the
+    log held then: a load balancer must not send clients to a node serving a state far behind."""
+    a = cluster.node("a")
+    with redis.client() as admin:
+        others = redis_client_ids(admin)
+        b = cluster.node("b")
+        b_connections = redis_client_ids(admin) - others
+        assert len(b_connections) == 2, b_connections
+        with frozen(b):
+            for _ in range(3000):
+                fire(a, INCREMENT)
+            for id in b_connections:
+                admin.command("CLIENT", "KILL", "ID", id)
+    b.wait_for_log("lost the connection to Redis")
+    deadline = time.monotonic() + 20
+    while True:
+        answer = request(b, "GET", "/readyz")
+        if answer.status == 200:
+            assert answer.json()["version"] == 3000, f"b said it was ready at {answer.json()}, the log at 3000"
+            break
+        assert time.monotonic() < deadline, f"b never turned ready again: {answer.json()}"
+    assert state_and_version(b) == ({"n": 3000}, 3000)
+
+
 def test_get_cluster_names_the_node_its_versions_redis_and_its_peers(cluster):
     nodes = cluster.nodes("a", "b", "c")
     for i in range(5):
@@ -1174,6 +1241,20 @@ def test_a_node_away_longer_than_the_stream_keeps_starts_again_from_the_snapshot
     assert_converged([a, b], 33, {"n": 33})
     b.wait_for_log("took the shared log's snapshot")
     assert request(b, "GET", "/readyz").status == 200
+    # b's resume window jumped from 1 to 30: a subscriber resuming on b from a version it skipped
+    # (one it had from a, say) starts over, one from 30 on gets the patches after it.
+    for since in (1, 8, 28, 29, 31):
+        with subscribe(b, since=since) as ws:
+            message = next_json(ws)
+            if since < 29:
+                assert message == {"type": "snapshot", "version": 33, "state": {"n": 33}, "resumed": False}, (since, message)
+                assert_silent(ws, 0.2)
+            else:
+                assert message["type"] == "patch" and message["version"] == since + 1, (since, message)
+    # The jump itself is one replacement of the whole state, right from any version before it.
+    assert_resumes(b, 29, {"n": 29}, 33, {"n": 33}, "from the jump")
+    assert_resumes(b, 31, {"n": 31}, 33, {"n": 33}, "from after the jump")
+    assert b.process.poll() is None, "b died resuming a subscriber"
 
 
 def test_three_nodes_behind_nginx_as_docs_cluster_md_shows_them(cluster, tmp_path):

@@ -50,6 +50,7 @@ public final class RedisStreamLog: SharedEventLog {
     /// The version of the newest snapshot in Redis: the stream holds the entries after it.
     public private(set) var oldestVersion: UInt64
     public private(set) var statistics = EventLogStatistics()
+    public private(set) var headWhenConnected: UInt64 = 0
     public var onRecords: (([LogRecord]) -> Void)?
     public var appliedVersion: (() -> UInt64)?
 
@@ -261,6 +262,8 @@ public final class RedisStreamLog: SharedEventLog {
             if current != epoch { historyLost(found: current); return proceed() }
             let head = fields[1].integer ?? 0
             if head < Int64(clamping: applied) { streamWentBack(to: UInt64(max(0, head)), applied: applied); return proceed() }
+            headWhenConnected = UInt64(head)
+            lastVersion = max(lastVersion, headWhenConnected)
             guard let known = knownEntry else { return proceed() }
             let id = ClusterKeys.entryID(known.version)
             commands.send(RedisCommand.encode(["XRANGE", keys.log, id, id])) { [unowned self] reply in
@@ -286,6 +289,8 @@ public final class RedisStreamLog: SharedEventLog {
             logger.error("lost the connection to Redis", metadata: ["reason": "\(reason)"])
         }
         connectionState = reason.hasPrefix("unauthenticated") ? reason : "disconnected: \(reason)"
+        // Who is alive is Redis's to say: cut off from it, this node knows of no one.
+        peers.removeAll()
         commandsAnswered = false
         tailAnswered = false
         historyChecked = false
@@ -551,10 +556,11 @@ public final class RedisStreamLog: SharedEventLog {
     public func read(after version: UInt64, limit: Int, completion: @escaping (Result<[LogRecord], EventLogError>) -> Void) {
         // Before the newest snapshot Redis says what is kept (the next snapshot trims there), so
         // that every node answers alike whatever it holds in memory: memory serves it only while
-        // Redis is away.
-        if version >= oldestVersion || !isConnected, let records = recentRecords(after: version, limit: limit) {
+        // Redis is away, or holds another history than this node's.
+        if version >= oldestVersion || !isConnected || lostHistory != nil, let records = recentRecords(after: version, limit: limit) {
             return completion(.success(records))
         }
+        if let lostHistory { return completion(.failure(EventLogError(.diverged, lostHistory))) }
         guard isConnected, let commands else {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
@@ -562,6 +568,8 @@ public final class RedisStreamLog: SharedEventLog {
         let command = RedisCommand.encode(["XRANGE", keys.log, ClusterKeys.entryID(version + 1), "+", "COUNT", String(max(limit, 1))])
         commands.send(command) { [weak self] reply in
             guard let self else { return }
+            // Found out while the read was on its way: what Redis answered may be another history.
+            if let lostHistory { return completion(.failure(EventLogError(.diverged, lostHistory))) }
             guard let entries = reply.elements else {
                 return completion(.failure(EventLogError(.unavailable, "Redis refused a read: \(reply.errorMessage ?? "\(reply)")")))
             }
@@ -608,10 +616,12 @@ public final class RedisStreamLog: SharedEventLog {
     }
 
     public func loadSnapshot(atOrBefore version: UInt64, completion: @escaping (Result<LogRecord?, EventLogError>) -> Void) {
+        if let lostHistory { return completion(.failure(EventLogError(.diverged, lostHistory))) }
         guard isConnected, let commands else {
             return completion(.failure(EventLogError(.unavailable, "Redis is not reachable (\(connectionState))")))
         }
-        commands.send(RedisCommand.encode(["HGETALL", keys.snapshot])) { reply in
+        commands.send(RedisCommand.encode(["HGETALL", keys.snapshot])) { [weak self] reply in
+            if let lostHistory = self?.lostHistory { return completion(.failure(EventLogError(.diverged, lostHistory))) }
             guard let fields = reply.fields, let state = fields["state"],
                   let saved = fields["version"].flatMap({ UInt64(String(decoding: $0, as: UTF8.self)) }) else {
                 return completion(.failure(EventLogError(.unavailable, "Redis holds no snapshot: \(reply.errorMessage ?? "\(reply)")")))

@@ -11,6 +11,9 @@ public protocol SharedEventLog: EventLog {
     var appliedVersion: (() -> UInt64)? { get set }
     /// Whether the log can be appended to now (connected, and holding this server's history).
     var isReachable: Bool { get }
+    /// The log's head when this server last connected to it (0 before it did): until it has applied
+    /// that much, it is catching up, and not ready.
+    var headWhenConnected: UInt64 { get }
     /// How this server stands with the others, for `GET /cluster` and metrics.
     var status: SharedLogStatus { get }
 

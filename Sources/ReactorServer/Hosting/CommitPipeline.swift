@@ -243,6 +243,9 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         if let failure = progress.failure { return "journal: \(failure.message)" }
         if joinedHead > publishedVersion { return "cluster: catching up, at version \(publishedVersion) of the \(joinedHead) the log held when this node joined" }
         joinedHead = 0
+        if let shared, shared.headWhenConnected > publishedVersion {
+            return "cluster: catching up, at version \(publishedVersion) of the \(shared.headWhenConnected) the log held when this node connected to Redis again"
+        }
         return nil
     }
 

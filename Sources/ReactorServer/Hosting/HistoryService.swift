@@ -118,11 +118,13 @@ final class HistoryService<StateType: HostedState> {
         }
     }
 
-    /// A log that could not be read: for now (503: a cluster's Redis is unreachable), or because
-    /// something is wrong with it (500).
+    /// A log that could not be read: for now (503: a cluster's Redis is unreachable, or holds
+    /// another history than this node's until the operator sets it right), or because something is
+    /// wrong with it (500).
     private static func unreadable(_ what: String, _ error: EventLogError) -> Problem {
         switch error.kind {
         case .unavailable, .indeterminate: .historyUnavailable("\(what) now: \(error.message)")
+        case .diverged: .historyUnavailable("\(what) from the cluster's log: \(error.message)")
         default: .internalError("\(what): \(error.message)")
         }
     }

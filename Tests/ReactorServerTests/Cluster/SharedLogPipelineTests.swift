@@ -47,6 +47,7 @@ final class SharedLogPipelineTests: XCTestCase {
         var lastVersion: UInt64 { UInt64(stream.count) }
         var oldestVersion: UInt64 { 0 }
         var isReachable: Bool { true }
+        var headWhenConnected: UInt64 = 0
         var status: SharedLogStatus {
             SharedLogStatus(node: "this", head: lastVersion, connection: "connected", peers: [:], lostHistory: nil, conflicts: UInt64(refusals), reconnects: 0)
         }
@@ -301,6 +302,28 @@ final class SharedLogPipelineTests: XCTestCase {
         XCTAssertEqual(state.published, [1, 2, 3, 4])
         let reads: Int = onLoop { finish in finish(harness.log.reads) }
         XCTAssertEqual(reads, 1)
+    }
+
+    /// A server that connects to the log again (after Redis was away, or a partition) is not ready
+    /// until it has applied what the log held then: a load balancer must not send clients to it
+    /// while it serves a state thousands of versions old.
+    func testAServerIsNotReadyUntilItHasAppliedTheHeadItFoundOnConnectingAgain() {
+        let harness = harness()
+        let healthyBefore: Bool = onLoop { finish in
+            harness.log.tailHeld = true
+            harness.log.appendAsAnotherServer([Self.increment, Self.increment, Self.increment])
+            harness.log.headWhenConnected = 3
+            finish(harness.pipeline.isHealthy)
+        }
+        XCTAssertFalse(healthyBefore, "ready at version 0 of the 3 the log held on connecting")
+        let _: Bool = onLoop { finish in
+            harness.log.handOver()
+            finish(true)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while settled(harness).version < 3, Date() < deadline { usleep(1_000) }
+        let healthyAfter: Bool = onLoop { finish in finish(harness.pipeline.isHealthy) }
+        XCTAssertTrue(healthyAfter)
     }
 
     /// A record this server cannot apply stops it following: it keeps what it published and is not

@@ -79,6 +79,29 @@ final class SubscriptionHubTests: XCTestCase {
         XCTAssertEqual(hub.subscribe(Sink(), to: try selection(), since: 2).count, 4)
     }
 
+    /// A cluster node that starts again from a snapshot jumps over versions: a subscriber resuming
+    /// from before the jump, or from within the versions skipped, starts over; one from the jump on
+    /// gets the patches after it.
+    func testResumeAcrossAJumpOverVersionsStartsOverOrGetsWhatFollowsTheJump() throws {
+        for value in 1...2 { try apply(.set(path: try JSONPointer("/v"), value: .integer(Int64(value)))) }
+        try document.apply(.set(path: try JSONPointer("/w"), value: "jumped"))
+        version = 50
+        hub.update(with: document, version: version)
+        try apply(.set(path: try JSONPointer("/v"), value: 51))
+        let fresh: JSON = ["type": "snapshot", "version": 51, "state": ["v": 51, "w": "jumped"], "resumed": false]
+        for since in [UInt64(1), 2, 8, 48] {
+            let messages = hub.subscribe(Sink(), to: try selection(), since: since).map { try! JSON(parsing: $0.json) }
+            XCTAssertEqual(messages, [fresh], "since \(since)")
+        }
+        // The jump itself is a replacement of the whole state: right from any version before it.
+        let fromJump = hub.subscribe(Sink(), to: try selection(), since: 49).map { try! JSON(parsing: $0.json) }
+        XCTAssertEqual(fromJump.map { $0["version"] }, [50, 51])
+        XCTAssertEqual(fromJump.first?["ops"], [["op": "replace", "path": "", "value": ["v": 2, "w": "jumped"]]])
+        XCTAssertEqual(hub.subscribe(Sink(), to: try selection(), since: 50).map { try! JSON(parsing: $0.json)["version"] }, [51])
+        XCTAssertEqual(hub.subscribe(Sink(), to: try selection(), since: 52).map { try! JSON(parsing: $0.json) },
+                       [fresh], "a version from a future this node never saw")
+    }
+
     func testResumeOfASubTreeIsOneReplaceWhenItMayHaveChangedAndNothingOtherwise() throws {
         try apply(.set(path: try JSONPointer("/list"), value: [1, 2, 3]))
         try apply(.set(path: try JSONPointer("/other"), value: 1))
