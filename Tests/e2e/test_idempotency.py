@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 from conftest import REACTORD_BIN, assert_problem, curl_response, get_state, post_events, request, wait_until
 
@@ -115,6 +116,30 @@ def test_a_request_refused_before_it_ran_does_not_use_up_its_key(server):
     replay = request(server, "POST", "/events", body=event, headers={**key, "Content-Type": "application/json"})
     assert replay.status == 200 and replay.header("Idempotent-Replayed") == "true", replay
     assert get_state(server)["fixed"] == 1
+
+
+def test_a_key_first_refused_keeps_the_fixed_request_s_answer_for_its_whole_window(reactord):
+    """The refused first request's window ending does not end the fixed one's: a retry between the
+    two is still a replay, not a second application."""
+    server = reactord("--idempotency-window", "2")
+    key = {"Idempotency-Key": "refused-then-fixed"}
+    event = json.dumps({"type": "increment", "path": "/n"})
+    assert_problem(request(server, "POST", "/events", body=event, headers={**key, "Content-Type": "text/plain"}), 415, "unsupported-media-type")
+    time.sleep(1.0)
+    assert request(server, "POST", "/events", body=event, headers={**key, "Content-Type": "application/json"}).json() == {"version": 1}
+    time.sleep(1.3)  # past the refused request's window, within the fixed one's
+    replay = request(server, "POST", "/events", body=event, headers={**key, "Content-Type": "application/json"})
+    assert replay.status == 200 and replay.header("Idempotent-Replayed") == "true", replay
+    assert get_state(server) == {"n": 1}
+
+
+def test_a_key_longer_than_255_bytes_or_empty_is_refused(server):
+    for key in ("", "k" * 256, "é" * 128):
+        answer = request(server, "POST", "/events", body=json.dumps(INCREMENT), headers={"Idempotency-Key": key, "Content-Type": "application/json"})
+        assert_problem(answer, 400, "invalid-parameter")
+    answer = request(server, "POST", "/events", body=json.dumps(INCREMENT), headers={"Idempotency-Key": "k" * 255, "Content-Type": "application/json"})
+    assert answer.status == 200, answer
+    assert get_state(server) == {"n": 1}
 
 
 # With a data directory, a key answered by an event is kept in the event's journal record (and in

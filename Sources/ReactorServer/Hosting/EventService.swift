@@ -141,6 +141,9 @@ final class EventService<StateType: HostedState> {
         guard let key = request.headers["Idempotency-Key"] else {
             return applyEvents(request, context: context, respond: respond)
         }
+        guard (1...IdempotencyCache.maximumKeyBytes).contains(key.utf8.count) else {
+            return respond(Problem.invalidParameter("Idempotency-Key", "an Idempotency-Key is 1 to \(IdempotencyCache.maximumKeyBytes) bytes long, not \(key.utf8.count)").response)
+        }
         let scopedKey = IdempotencyCache.scopedKey(key, client: context.principal?.name)
         let fingerprint = IdempotencyCache.fingerprint(of: request)
         switch idempotency.admit(scopedKey, displayKey: key, fingerprint: fingerprint, now: loop.now) {

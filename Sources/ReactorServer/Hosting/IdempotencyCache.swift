@@ -3,7 +3,10 @@
 /// window gets the first answer and applies nothing twice.
 ///
 /// Keys are per client (token name), so clients cannot collide or replay each other's answers.
-/// Entries expire in insertion order, which is also expiry order: a FIFO prunes them cheaply.
+/// Entries expire in insertion order, which is also expiry order: a FIFO prunes them cheaply. A key
+/// forgotten early (an answer not remembered) leaves its record in the FIFO; each entry knows its
+/// own expiry, so such a record never removes a later entry of the same key, and the FIFO is kept
+/// within twice the capacity.
 final class IdempotencyCache {
     enum Admission {
         /// First use of the key: go ahead, then `finish`.
@@ -13,9 +16,15 @@ final class IdempotencyCache {
         case reject(Problem)
     }
 
-    private enum Entry {
+    private enum State {
         case inFlight(fingerprint: String)
         case done(fingerprint: String, response: HTTPResponse)
+    }
+
+    private struct Entry {
+        var state: State
+        /// When the key's FIFO record comes due: only that record removes this entry.
+        let expiresAt: UInt64
     }
 
     private var entries: [String: Entry] = [:]
@@ -27,6 +36,10 @@ final class IdempotencyCache {
         window = milliseconds(seconds: windowSeconds)
         self.capacity = capacity
     }
+
+    /// The longest key taken: one is kept for the whole window, by the thousand, and is an id (a
+    /// UUID is 36 bytes), not a payload.
+    static let maximumKeyBytes = 255
 
     static func scopedKey(_ key: String, client: String?) -> String {
         (client ?? "") + "\u{0}" + key
@@ -40,11 +53,9 @@ final class IdempotencyCache {
 
     func admit(_ key: String, displayKey: String, fingerprint: String, now: UInt64) -> Admission {
         expire(now: now)
-        switch entries[key] {
+        switch entries[key]?.state {
         case nil:
-            entries[key] = .inFlight(fingerprint: fingerprint)
-            expiries.append((key, now + window))
-            while entries.count > capacity, let oldest = expiries.popFirst() { entries[oldest.key] = nil }
+            insert(key, .inFlight(fingerprint: fingerprint), expiresAt: now + window)
             return .proceed
         case .inFlight(let first):
             return first == fingerprint ? .reject(.idempotentRequestInProgress(displayKey)) : .reject(.idempotencyKeyReused(displayKey))
@@ -55,20 +66,36 @@ final class IdempotencyCache {
 
     /// Records the answer. Server errors are forgotten instead, so a retry tries again.
     func finish(_ key: String, fingerprint: String, response: HTTPResponse) {
-        guard case .inFlight? = entries[key] else { return }
-        entries[key] = Self.remembers(response.status.code) ? .done(fingerprint: fingerprint, response: response) : nil
+        guard let entry = entries[key], case .inFlight = entry.state else { return }
+        entries[key] = Self.remembers(response.status.code)
+            ? Entry(state: .done(fingerprint: fingerprint, response: response), expiresAt: entry.expiresAt) : nil
     }
 
     /// Takes back an answer given before a restart, for the rest of its window.
     func restore(_ key: String, fingerprint: String, response: HTTPResponse, expiresIn milliseconds: UInt64, now: UInt64) {
-        entries[key] = .done(fingerprint: fingerprint, response: response)
-        expiries.append((key, now + min(milliseconds, window)))
-        while entries.count > capacity, let oldest = expiries.popFirst() { entries[oldest.key] = nil }
+        insert(key, .done(fingerprint: fingerprint, response: response), expiresAt: now + min(milliseconds, window))
     }
 
     /// Drops an in-flight key without an answer (another server of a cluster holds it).
     func forget(_ key: String) {
-        if case .inFlight? = entries[key] { entries[key] = nil }
+        if let entry = entries[key], case .inFlight = entry.state { entries[key] = nil }
+    }
+
+    /// The number of keys held, and of records in the FIFO, for tests.
+    var count: Int { entries.count }
+    var recordCount: Int { expiries.count }
+
+    private func insert(_ key: String, _ state: State, expiresAt: UInt64) {
+        entries[key] = Entry(state: state, expiresAt: expiresAt)
+        expiries.append((key, expiresAt))
+        // The oldest go first past the capacity, and past twice it in the FIFO (records of keys
+        // forgotten early count there until they come due).
+        while entries.count > capacity || expiries.count > 2 * capacity, let oldest = expiries.popFirst() { remove(oldest) }
+    }
+
+    /// Removes the entry `record` was made for, not a later one of the same key.
+    private func remove(_ record: (key: String, at: UInt64)) {
+        if entries[record.key]?.expiresAt == record.at { entries[record.key] = nil }
     }
 
     /// Answers to requests refused before they were carried out (malformed, wrong media type, too
@@ -87,7 +114,7 @@ final class IdempotencyCache {
     private func expire(now: UInt64) {
         while let oldest = expiries.first, oldest.at <= now {
             _ = expiries.popFirst()
-            entries[oldest.key] = nil
+            remove(oldest)
         }
     }
 }
@@ -98,6 +125,8 @@ struct FIFO<Element> {
     private var head = 0
 
     var first: Element? { head < storage.count ? storage[head] : nil }
+
+    var count: Int { storage.count - head }
 
     mutating func append(_ element: Element) { storage.append(element) }
 

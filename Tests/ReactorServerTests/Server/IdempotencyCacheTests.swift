@@ -22,6 +22,37 @@ final class IdempotencyCacheTests: XCTestCase {
         XCTAssertEqual(later.status.code, 422)
     }
 
+    /// A first request refused before it was carried out (415 here) is not remembered; the fixed
+    /// request under the same key then keeps its answer for its own whole window, not until the
+    /// refused one's would have ended.
+    func testAKeyForgottenEarlyKeepsItsNextAnswerForAWholeWindow() {
+        let cache = IdempotencyCache(windowSeconds: 4, capacity: 10)
+        guard case .proceed = cache.admit("k", displayKey: "k", fingerprint: "bad", now: 0) else { return XCTFail() }
+        cache.finish("k", fingerprint: "bad", response: Problem.unsupportedMediaType("text/plain", expected: "application/json").response)
+        guard case .proceed = cache.admit("k", displayKey: "k", fingerprint: "1", now: 2_000) else { return XCTFail() }
+        cache.finish("k", fingerprint: "1", response: ok)
+        guard case .replay = cache.admit("k", displayKey: "k", fingerprint: "1", now: 4_500) else { return XCTFail("applied twice") }
+        guard case .proceed = cache.admit("k", displayKey: "k", fingerprint: "1", now: 6_000) else { return XCTFail("not expired") }
+    }
+
+    /// Keys forgotten early (answers not remembered) do not pile up past twice the capacity.
+    func testKeysForgottenEarlyDoNotGrowTheCachePastItsCapacity() {
+        let cache = IdempotencyCache(windowSeconds: 300, capacity: 10)
+        for index in 0..<1_000 {
+            _ = cache.admit("k\(index)", displayKey: "k", fingerprint: "f", now: UInt64(index))
+            cache.forget("k\(index)")
+        }
+        XCTAssertEqual(cache.count, 0)
+        XCTAssertLessThanOrEqual(cache.recordCount, 20)
+        for index in 0..<15 {
+            _ = cache.admit("live\(index)", displayKey: "k", fingerprint: "f", now: 2_000)
+            cache.finish("live\(index)", fingerprint: "f", response: ok)
+        }
+        XCTAssertEqual(cache.count, 10)
+        guard case .replay = cache.admit("live14", displayKey: "k", fingerprint: "f", now: 2_001) else { return XCTFail("the newest went") }
+        guard case .proceed = cache.admit("live0", displayKey: "k", fingerprint: "f", now: 2_001) else { return XCTFail("the oldest stayed") }
+    }
+
     func testARetryWhileTheFirstIsInFlightIsAConflict() {
         let cache = IdempotencyCache(windowSeconds: 10, capacity: 10)
         _ = cache.admit("k", displayKey: "k", fingerprint: "1", now: 0)
