@@ -12,6 +12,8 @@ import string
 import threading
 import time
 
+import pytest
+
 from conftest import get_state, post_events, request, wait_until
 from prometheus import scrape
 from subscriptions import OP_CLOSE, RawWebSocket, apply_patch, assert_same_json, next_json, subscribe
@@ -182,18 +184,20 @@ def open_connections(server) -> float:
     return scrape(server).value("reactor_http_connections_open")
 
 
-def test_a_client_that_pipelines_requests_and_reads_no_answers_holds_bounded_memory(reactord):
+@pytest.mark.parametrize("offer", ["", "Connection: Upgrade\r\nUpgrade: h2c\r\n"], ids=["plain", "declined-upgrade"])
+def test_a_client_that_pipelines_requests_and_reads_no_answers_holds_bounded_memory(reactord, offer):
     """HTTP answers are bounded like a subscriber's pushes: past --max-unsent-bytes unsent, the
     server reads no more of that client's requests until its answers drain, and a client that
     reads nothing for an idle timeout is let go. Before, a thousand pipelined GETs of a 100 KB
-    state held 100 MB until the client closed."""
+    state held 100 MB until the client closed; requests offering an upgrade the server declines
+    (h2c) are bounded alike."""
     server = reactord("--max-unsent-bytes", "65536", "--idle-timeout", "3")
     assert post_events(server, {"type": "set", "path": "/blob", "value": "x" * 100_000}).status == 200
     before = rss_kib(server)
     stalled = socket.create_connection(("127.0.0.1", server.port))
     stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     try:
-        stalled.sendall(b"GET /state HTTP/1.1\r\nHost: x\r\n\r\n" * 1000)
+        stalled.sendall(f"GET /state HTTP/1.1\r\nHost: x\r\n{offer}\r\n".encode() * 1000)
         time.sleep(1.5)
         grown = rss_kib(server) - before
         assert grown < 20_000, f"the server holds {grown} KiB more for a client that reads nothing"

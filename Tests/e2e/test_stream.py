@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import time
 
 import pytest
@@ -151,3 +152,24 @@ def test_a_record_bigger_than_the_bound_still_reaches_an_idle_stream(reactord):
         version = fire(server, {"type": "set", "path": "/big", "value": "x" * 2000})
         record, message = stream.message(timeout=5)
         assert message["version"] == version
+
+
+def test_requests_pipelined_after_a_stream_are_not_answered_nor_left_subscribed(server):
+    """A stream takes the connection over, as an upgrade does: requests a client pipelined after it
+    get no answer and subscribe nothing, and closing the connection ends its one subscription."""
+    from prometheus import scrape
+
+    for _ in range(3):
+        sock = socket.create_connection((HOST, server.port), timeout=5)
+        sock.sendall(b"".join(b"GET /stream?path=/p%d HTTP/1.1\r\nHost: x\r\n\r\n" % i for i in range(50)))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert scrape(server).value("reactor_subscribers") == 1
+        sock.close()
+        deadline = time.monotonic() + 5
+        while scrape(server).value("reactor_subscribers") != 0:
+            assert time.monotonic() < deadline, "a closed connection left subscribers behind"
+            time.sleep(0.05)
+    assert fire(server, {"type": "set", "path": "/p1", "value": 1}) == 1

@@ -34,6 +34,9 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         var upgradeLeftover: [UInt8] = []
         var isMidRequest = false
         var isClosing = false
+        /// An answer took the connection over (a `text/event-stream` subscription): HTTP ends there,
+        /// as at an upgrade. Requests the client pipelined after it get no answer.
+        var isTakenOver = false
         /// The newest request that may change the state (anything but GET, HEAD and OPTIONS).
         var lastWriteSequence: UInt64?
         /// Read after a write that is not answered yet: held back until it is (see `writeIsUnanswered`).
@@ -106,6 +109,15 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     // MARK: TCPConnectionDelegate
 
     override func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        // What follows a declined upgrade is read as the rest of the same input, in turn, under the
+        // same bounds (not by recursion: a client sending nothing but upgrade offers would nest it).
+        var next = parse(bytes)
+        while let leftover = next { next = leftover.withUnsafeBytes { parse($0) } }
+    }
+
+    /// Parses `bytes` and handles the requests in them; returns the bytes after an upgrade offer
+    /// this server declined, which are requests again, to parse next.
+    private func parse(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
         if !state.isMidRequest {
             state.isMidRequest = true
             deadline = server.now + server.requestTimeoutMilliseconds
@@ -120,32 +132,37 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                 state.isMidRequest = !input.isEmpty
                 deadline = server.now + (state.isMidRequest ? server.requestTimeoutMilliseconds : server.idleTimeoutMilliseconds)
                 if let problem = Self.hostProblem(request) {
-                    return fail(with: problem, head: request)
+                    fail(with: problem, head: request)
+                    return nil
                 }
                 if !state.held.isEmpty || (Self.isRead(request) && writeIsUnanswered) {
                     state.held.append(.request(request))
                 } else {
                     handle(request)
                     parser.recycle(request)
+                    if state.isTakenOver { return nil }
                 }
             case .expectsContinue:
                 if hasPendingResponses { state.continueOwed = true } else { tcp.write(Self.continueLine) }
             case .upgrade(let request, let leftover):
                 state.isMidRequest = false
                 if let problem = Self.hostProblem(request) {
-                    return fail(with: problem, head: request)
+                    fail(with: problem, head: request)
+                    return nil
                 }
                 if request.method == .connect {
                     // What follows a CONNECT is a tunnel's bytes, not a request: answered, then closed.
-                    return fail(with: .notImplemented("reactord does not implement CONNECT"), head: request)
+                    fail(with: .notImplemented("reactord does not implement CONNECT"), head: request)
+                    return nil
                 }
                 guard request.headers.containsToken("websocket", in: "Upgrade") else {
                     // Another protocol (h2c, say): ignore the offer and go on speaking HTTP/1.1.
                     parser.declineUpgrade()
                     state.isMidRequest = !leftover.isEmpty
                     if !state.held.isEmpty || writeIsUnanswered { state.held.append(.request(request)) } else { handle(request) }
-                    if !leftover.isEmpty { leftover.withUnsafeBytes { self.connection(connection, didRead: $0) } }
-                    return
+                    guard !leftover.isEmpty, isReadingOn(unparsed: leftover[...]) else { return nil }
+                    pauseReadingIfPipelinedTooDeep()
+                    return leftover
                 }
                 // HTTP ends here: the route answers 101 and takes the connection over, or refuses and closes.
                 if !state.held.isEmpty || writeIsUnanswered {
@@ -153,25 +170,34 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                 } else {
                     upgrade(request, leftover: leftover)
                 }
-                return
+                return nil
             case .error(let error):
                 state.isMidRequest = false
                 fail(with: Problem.parseError(error, limits: parser.limits), head: parser.failedRequestHead)
-                return
+                return nil
             }
-            if tcp.isClosed { return }
-            if tcp.queuedBytes + tcp.batchedBytes > server.configuration.maxUnsentBytes {
-                // The answers so far go to the kernel now; past the bound, what it cannot take
-                // waits, and so does the rest of the input, until they drain.
-                guard tcp.sendBatchedBytes() else { return }
-                if tcp.queuedBytes > server.configuration.maxUnsentBytes {
-                    state.unparsed = Array(input)
-                    state.isOutputBlocked = true
-                    tcp.stopReading()
-                    return
-                }
-            }
+            guard isReadingOn(unparsed: input) else { return nil }
         }
+        pauseReadingIfPipelinedTooDeep()
+        return nil
+    }
+
+    /// After a request: whether to go on reading what follows it (`unparsed`). Not once the
+    /// connection is closed; nor while more than `maxUnsentBytes` of answers wait for the client:
+    /// the answers so far go to the kernel now, and past the bound what it cannot take waits, and
+    /// so does the rest of the input, until they drain.
+    private func isReadingOn<Bytes: Collection<UInt8>>(unparsed: Bytes) -> Bool {
+        if tcp.isClosed { return false }
+        guard tcp.queuedBytes + tcp.batchedBytes > server.configuration.maxUnsentBytes else { return true }
+        guard tcp.sendBatchedBytes() else { return false }
+        guard tcp.queuedBytes > server.configuration.maxUnsentBytes else { return true }
+        state.unparsed = Array(unparsed)
+        state.isOutputBlocked = true
+        tcp.stopReading()
+        return false
+    }
+
+    private func pauseReadingIfPipelinedTooDeep() {
         if pendingCount >= server.configuration.maxPipelinedRequests && !state.isReadingPaused {
             state.isReadingPaused = true
             tcp.stopReading()
@@ -271,7 +297,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     /// The answer to the request of `context`, ready now: written at its turn.
     func complete(_ context: RequestContext, _ response: HTTPResponse) {
         server.record(response, to: context)
-        guard !tcp.isClosed else { return }
+        guard !tcp.isClosed, !state.isTakenOver else { return }
         let sequence = context.sequence
         if sequence == state.firstSlotSequence {
             // Due now (always, without pipelining): written straight away, never stored, so the
@@ -313,6 +339,8 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private func send(_ response: HTTPResponse, sequence: UInt64, isHead: Bool, keepAliveHeader: Bool) -> Bool {
         if let takeover = response.takeover {
             server.write(response, isHead: false, closing: false, keepAliveHeader: false, to: tcp)
+            state.isTakenOver = true
+            state.held.removeAll()
             spareContext = nil
             server.connectionUpgraded(self, to: takeover.attach(tcp, state.upgradeLeftover) { [server, tcp] in server.upgradedConnectionClosed(tcp) })
             return false
