@@ -16,7 +16,7 @@ import pytest
 
 from conftest import get_state, post_events, request, wait_until
 from prometheus import scrape
-from subscriptions import OP_CLOSE, RawWebSocket, apply_patch, assert_same_json, next_json, subscribe
+from subscriptions import OP_CLOSE, OP_PING, RawWebSocket, apply_patch, assert_same_json, next_json, subscribe
 
 EVENTS = 2000  # about 7 MB of patches: more than the kernel buffers of a reader that stopped (about 3 MB here)
 BATCH = 50
@@ -243,6 +243,42 @@ def test_a_websocket_client_that_fires_and_reads_no_answers_is_closed_with_4008(
         assert request(server, "GET", "/readyz").status == 200
     finally:
         client.close()
+
+
+def test_a_websocket_client_that_pings_and_reads_nothing_holds_bounded_memory_and_is_let_go(reactord):
+    """One pong waits in the output at a time, however many pings arrive; and pinging does not
+    keep a client that reads none of what is sent to it: after the idle timeout it is closed."""
+    server = reactord("--idle-timeout", "3")
+    before = rss_kib(server)
+    client = RawWebSocket.connect(server, timeout=20, rcvbuf=4096)
+    try:
+        started = time.monotonic()
+        with contextlib.suppress(OSError):
+            while time.monotonic() - started < 2:
+                for _ in range(200):
+                    client.send_frame(OP_PING, b"p" * 125)
+        grown = rss_kib(server) - before
+        assert grown < 20_000, f"the server holds {grown} KiB more for a client that pings and reads nothing"
+        assert request(server, "GET", "/readyz").status == 200
+        server.wait_for_log("subscriber closed: its client read none", timeout=15)
+        wait_until(lambda: scrape(server).value("reactor_subscribers") == 0, 5, message="the stalled subscriber is gone")
+    finally:
+        client.close()
+
+
+def test_an_event_stream_whose_client_reads_nothing_is_let_go_after_the_idle_timeout(reactord):
+    server = reactord("--idle-timeout", "2", "--max-body-bytes", str(1 << 20))
+    stalled = socket.create_connection(("127.0.0.1", server.port))
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        stalled.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        wait_until(lambda: scrape(server).value("reactor_subscribers") == 1, 5, message="the stream subscribed")
+        for i in range(20):
+            assert post_events(server, {"type": "set", "path": "/blob", "value": str(i) * 200_000}).status == 200
+        server.wait_for_log("subscriber closed: its client read none", timeout=15)
+        wait_until(lambda: scrape(server).value("reactor_subscribers") == 0, 5, message="the stalled stream is gone")
+    finally:
+        stalled.close()
 
 
 def test_a_large_answer_read_slowly_is_not_cut_off_at_the_idle_timeout(reactord):

@@ -21,12 +21,18 @@ public final class HTTPServer {
         var connectionRate: TokenBucket?
         var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
         /// Connections that speak another protocol now (WebSocket, event streams), by their TCP connection.
-        var upgraded: [ObjectIdentifier: any UpgradedConnection] = [:]
+        var upgraded: [ObjectIdentifier: Upgraded] = [:]
         var lastRequestID: UInt64 = 0
         /// Set by `shutdown`: called once every connection is gone.
         var onDrained: (() -> Void)?
         /// During a shutdown, when the connections still open are closed whatever they are doing.
         var closeIdleBefore: UInt64?
+    }
+
+    /// A connection taken over by another protocol, and the TCP connection under it.
+    struct Upgraded {
+        let tcp: TCPConnection
+        let connection: any UpgradedConnection
     }
     /// @exclusivity(unchecked): touched on the loop thread only, and no callback runs while one of
     /// its fields is being modified; a dynamic exclusivity check on each access would cost more than
@@ -118,7 +124,7 @@ public final class HTTPServer {
         for connection in state.connections.values where !connection.isMidRequest && !connection.hasPendingResponses {
             connection.tcp.close()
         }
-        for connection in state.upgraded.values { connection.serverIsShuttingDown() }
+        for upgraded in state.upgraded.values { upgraded.connection.serverIsShuttingDown() }
         let forceAt = now + milliseconds(seconds: seconds)
         state.closeIdleBefore = forceAt
         checkDrained()
@@ -180,7 +186,7 @@ public final class HTTPServer {
 
     func connectionUpgraded(_ connection: HTTPServerConnection, to upgraded: any UpgradedConnection) {
         state.connections[ObjectIdentifier(connection)] = nil
-        state.upgraded[ObjectIdentifier(connection.tcp)] = upgraded
+        state.upgraded[ObjectIdentifier(connection.tcp)] = Upgraded(tcp: connection.tcp, connection: upgraded)
         if isShuttingDown { upgraded.serverIsShuttingDown() }
     }
 
@@ -257,15 +263,19 @@ public final class HTTPServer {
         let now = self.now
         if let force = state.closeIdleBefore, now >= force {
             for connection in state.connections.values { connection.tcp.close() }
-            for connection in state.upgraded.values { connection.close() }
+            for upgraded in state.upgraded.values { upgraded.connection.close() }
             return
         }
-        for connection in state.upgraded.values { connection.tick(now: now) }
-        // A client that reads none of its answers for an idle timeout is gone or hostile: what
-        // waits for it is dropped, not held for good.
+        for upgraded in state.upgraded.values { upgraded.connection.tick(now: now) }
+        // A client that reads none of what waits for it for an idle timeout is gone or hostile: it
+        // is dropped, not held for good (a subscriber too: pinging does not make it read).
         for connection in state.connections.values where connection.tcp.writeStalledMilliseconds(now: now) >= idleTimeoutMilliseconds {
             logger.notice("connection closed: its client read none of its answers for the idle timeout", metadata: ["unsent": "\(connection.tcp.queuedBytes)"])
             connection.tcp.close()
+        }
+        for upgraded in state.upgraded.values where upgraded.tcp.writeStalledMilliseconds(now: now) >= idleTimeoutMilliseconds {
+            logger.notice("subscriber closed: its client read none of what was sent to it for the idle timeout", metadata: ["unsent": "\(upgraded.tcp.queuedBytes)"])
+            upgraded.tcp.close()
         }
         for connection in state.connections.values where connection.deadline <= now && !connection.hasPendingResponses && !connection.isClosing {
             if state.onDrained != nil {

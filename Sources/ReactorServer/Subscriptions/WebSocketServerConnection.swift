@@ -56,6 +56,8 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     private var sharedEntryTaken: UInt64 = 0
     private let timing: Timing
     private var lastHeard: UInt64
+    /// A pong is in the output, not yet taken by the kernel.
+    private var isPongQueued = false
     private var pingSentAt: UInt64?
     /// The server is shutting down: the connection closes (1001) once its handler owes nothing.
     private(set) var isDraining = false
@@ -176,7 +178,11 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
             case .compressedMessage(let opcode, let payload):
                 receivedCompressed(opcode, payload)
             case .ping(let payload):
+                // One pong waiting in the output at a time (RFC 6455 §5.5.3 lets a pong answer only
+                // the newest of several pings): a client pinging and reading nothing grows nothing.
+                guard !isPongQueued else { break }
                 tcp.write(WebSocketFrameEncoder.frame(opcode: .pong, payload: payload))
+                isPongQueued = tcp.queuedBytes > 0
             case .pong:
                 break
             case .close(let code, _):
@@ -213,6 +219,7 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     }
 
     override func connectionDidDrain(_ connection: TCPConnection) {
+        isPongQueued = false
         handler?.webSocketDidDrain(self)
     }
 
