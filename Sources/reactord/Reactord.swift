@@ -205,6 +205,8 @@ struct Serve: ParsableCommand {
 
     private func serve(_ settings: Settings, _ configuration: ServerConfiguration, unknownKeys: [String]) throws {
         let level = settings.logLevel ?? .info
+        // A pipe nobody reads loses log lines rather than stopping the server.
+        LogOutput.makeNonBlockingIfItCanStall()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

@@ -181,3 +181,38 @@ def test_limit_errors_carry_cors_headers_for_allowed_origins(reactord):
     answer = request(server, "POST", "/events", body=b"[" + b" " * 200 + b"]", headers={"Content-Type": "application/json", "Origin": ORIGIN})
     assert answer.status == 413
     assert answer.header("Access-Control-Allow-Origin") == ORIGIN, answer
+
+
+def test_a_standard_error_nobody_reads_loses_lines_and_never_stops_the_server(tmp_path):
+    """Standard error is a pipe whose reader stopped (a stuck log shipper): the server keeps
+    answering and stops on SIGTERM; once the pipe is read again, a line says lines were lost."""
+    import signal
+    import subprocess
+    import time
+    import types
+
+    from conftest import REACTORD_BIN, clean_environment, free_port
+
+    port = free_port()
+    process = subprocess.Popen([REACTORD_BIN, "--port", str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, env=clean_environment())
+    try:
+        while b"listening" not in process.stderr.readline():
+            assert process.poll() is None, "reactord exited at start"
+        # From here on nobody reads the pipe: two lines per request fill it within a few hundred.
+        target = types.SimpleNamespace(port=port)
+        for i in range(1500):
+            started = time.monotonic()
+            answer = post_events(target, {"type": "increment", "path": "/n"})
+            assert answer.status == 200 and time.monotonic() - started < 2, (i, answer)
+        assert request(target, "GET", "/livez").status == 200
+        process.stderr.read1(1 << 20)  # room again
+        post_events(target, {"type": "increment", "path": "/n"})
+        process.send_signal(signal.SIGTERM)
+        _, rest = process.communicate(timeout=10)
+        assert process.returncode == 0, rest[-2000:]
+        assert b"log lines were lost: standard error was not being read" in rest, rest[-2000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.stderr.close()

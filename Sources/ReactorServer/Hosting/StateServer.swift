@@ -38,6 +38,11 @@ public final class StateServer<StateType: HostedState> {
         core = Core(state: state, version: version, middlewares: middlewares, executor: loop)
         let lines = configuration.routineLogLines == .standardError
             ? LogLineWriter(output: loop.standardErrorLog, label: logger.label) : nil
+        if lines != nil {
+            loop.standardErrorLog.onDropsEnded = { dropped in
+                logger.warning("log lines were lost: standard error was not being read", metadata: ["bytes": "\(dropped)"])
+            }
+        }
         if !configuration.tokens.isEmpty {
             core.add(interceptor: SpecializedInterceptor(EventPermissionInterceptor<StateType>()))
             core.add(interceptor: SpecializedInterceptor(EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics)))

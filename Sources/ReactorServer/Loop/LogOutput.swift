@@ -9,7 +9,7 @@ import Glibc
 /// follow a line another part of the process wrote meanwhile straight through its logger. Most of
 /// those are the loop thread's own, written between turns; one from another thread, into a pipe,
 /// could land between two parts of a write larger than the pipe's atomic size (4 KiB).
-final class LogOutput: EndOfTurnWriter {
+public final class LogOutput: EndOfTurnWriter {
     private let descriptor: Int32
     private unowned let batch: WriteBatch
     private let storage: UnsafeMutableRawBufferPointer
@@ -59,8 +59,14 @@ final class LogOutput: EndOfTurnWriter {
         used = 0
     }
 
-    /// A descriptor that fails (closed, or a full disk) loses the lines rather than holding the
-    /// loop: logging never stops the server.
+    /// Bytes of lines lost since the output last took them all (`write`).
+    private(set) var droppedBytes = 0
+    /// Told how many bytes were lost, once the output takes lines again after losing some.
+    var onDropsEnded: ((Int) -> Void)?
+
+    /// A descriptor that fails (closed, a full disk, or a pipe nobody reads, made non-blocking by
+    /// `makeNonBlockingIfItCanStall`) loses the lines rather than holding the loop: logging never
+    /// stops the server.
     private func write(_ bytes: UnsafeRawBufferPointer) {
         var offset = 0
         while offset < bytes.count {
@@ -70,8 +76,27 @@ final class LogOutput: EndOfTurnWriter {
             } else if written < 0 && errno == EINTR {
                 continue
             } else {
+                droppedBytes += bytes.count - offset
                 return
             }
         }
+        if droppedBytes > 0 {
+            let dropped = droppedBytes
+            droppedBytes = 0
+            onDropsEnded?(dropped)
+        }
+    }
+
+    /// Makes `descriptor` non-blocking when it is a pipe or a socket (a supervisor's, journald's):
+    /// their reader can stop reading, and a blocking write would then stop the thread that logs,
+    /// the loop's included. A terminal or a file is left as it is: a terminal's description is
+    /// often standard input's too, which must stay blocking for the shell.
+    public static func makeNonBlockingIfItCanStall(_ descriptor: Int32 = STDERR_FILENO) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return }
+        let kind = status.st_mode & S_IFMT
+        guard kind == S_IFIFO || kind == S_IFSOCK else { return }
+        let flags = fcntl(descriptor, F_GETFL)
+        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) }
     }
 }
