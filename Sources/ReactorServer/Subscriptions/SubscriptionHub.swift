@@ -168,8 +168,10 @@ final class SubscriptionHub<StateType: HostedState> {
         }
     }
 
-    /// Adds `sink` and returns what it must be sent first: a snapshot, or what it missed since `since`.
-    func subscribe(_ sink: any SubscriptionSink, to selection: SubscriptionSelection, since: UInt64?) -> [SubscriberMessage] {
+    /// Adds `sink` and returns what it must be sent first: a snapshot, or what it missed since `since`;
+    /// a fresh snapshot (`"resumed":false`) rather than more than `budget` bytes of missed patches,
+    /// which would wait in the output unbounded by the slow-consumer policy.
+    func subscribe(_ sink: any SubscriptionSink, to selection: SubscriptionSelection, since: UInt64?, budget: Int = .max) -> [SubscriberMessage] {
         if held.groups[selection] == nil {
             if selection.mode == .state { held.stateGroups += 1 }
             if !selection.path.isRoot {
@@ -181,12 +183,21 @@ final class SubscriptionHub<StateType: HostedState> {
         held.groups[selection, default: [:]][ObjectIdentifier(sink)] = sink
         held.subscriberCount += 1
         guard let since else { return [snapshot(for: selection)] }
+        let startOver = { [self] in [SubscriberMessage.snapshot(held.version, current[selection.path] ?? .null, resumed: false)] }
         guard let missed = held.window.transitions(after: since, current: held.version) else {
             // Too old, or from a future this server never saw (a restart): start over, and say so.
-            return [.snapshot(held.version, current[selection.path] ?? .null, resumed: false)]
+            return startOver()
         }
         if selection.path.isRoot && selection.mode == .patch {
-            return missed.compactMap { $0.operations.isEmpty ? nil : .patch($0.version, $0.operations) }
+            var messages: [SubscriberMessage] = []
+            var bytes = 0
+            for transition in missed where !transition.operations.isEmpty {
+                let message = SubscriberMessage.patch(transition.version, transition.operations)
+                bytes += message.json.count
+                if bytes > budget { return startOver() }
+                messages.append(message)
+            }
+            return messages
         }
         // A sub-tree's own history is not kept: one message brings it from `since` to now.
         let touched = missed.contains { $0.operations.contains(where: selection.isTouched(by:)) }

@@ -36,7 +36,7 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
 
     func start(since: UInt64?, leftover: [UInt8]) {
         connection.handler = self
-        for message in hub.subscribe(self, to: selection, since: since) { send(connection.frame(for: message, live: false)) }
+        for message in hub.subscribe(self, to: selection, since: since, budget: configuration.maxUnsentBytes) { send(connection.frame(for: message, live: false)) }
         connection.start(leftover: leftover)
     }
 

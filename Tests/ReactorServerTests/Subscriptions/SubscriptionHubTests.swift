@@ -102,6 +102,19 @@ final class SubscriptionHubTests: XCTestCase {
                        [fresh], "a version from a future this node never saw")
     }
 
+    /// Missed patches past the subscriber's budget (its unsent bytes' bound) would wait in its
+    /// output whatever the slow-consumer policy says: it starts over from a snapshot instead.
+    func testResumeWhosePatchesExceedTheBudgetStartsOver() throws {
+        for value in 1...3 { try apply(.set(path: try JSONPointer("/v"), value: .string(String(repeating: "x", count: 100 * value)))) }
+        let all = hub.subscribe(Sink(), to: try selection(), since: 0, budget: 1_000).map { try! JSON(parsing: $0.json)["version"] }
+        XCTAssertEqual(all, [1, 2, 3])
+        let over = hub.subscribe(Sink(), to: try selection(), since: 0, budget: 400).map { try! JSON(parsing: $0.json) }
+        XCTAssertEqual(over.count, 1)
+        XCTAssertEqual(over.first?["type"], "snapshot")
+        XCTAssertEqual(over.first?["resumed"], false)
+        XCTAssertEqual(over.first?["version"], 3)
+    }
+
     func testResumeOfASubTreeIsOneReplaceWhenItMayHaveChangedAndNothingOtherwise() throws {
         try apply(.set(path: try JSONPointer("/list"), value: [1, 2, 3]))
         try apply(.set(path: try JSONPointer("/other"), value: 1))
