@@ -203,6 +203,29 @@ struct Serve: ParsableCommand {
         return settings
     }
 
+    /// Takes the soft open files limit up to the hard one (a descriptor per connection), and returns
+    /// how many connections to take: `--max-connections`, or fewer, said in the log, when even the
+    /// hard limit leaves too few descriptors for it. Past the limit the kernel could not hand a
+    /// connection over at all; past the maximum it gets a `503`.
+    private static func raiseOpenFilesLimit(toServe connections: Int, logger: Logger) -> Int {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return connections }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        // The listeners, the journal's files, Redis's connections, the runtime's: a few dozen.
+        let reserved: rlim_t = 64
+        guard limit.rlim_cur < rlim_t(connections) + reserved else { return connections }
+        let taken = Int(max(limit.rlim_cur, reserved + 1) - reserved)
+        logger.warning("the open files limit leaves too few descriptors for --max-connections: connections past a lower maximum get a 503", metadata: [
+            "limit": "\(limit.rlim_cur)", "max-connections": "\(connections)", "taken": "\(taken)",
+            "hint": "raise LimitNOFILE (systemd) or ulimit -n to \(rlim_t(connections) + reserved) or more, or lower --max-connections",
+        ])
+        return taken
+    }
+
     private func serve(_ settings: Settings, _ configuration: ServerConfiguration, unknownKeys: [String]) throws {
         let level = settings.logLevel ?? .info
         // A pipe nobody reads loses log lines rather than stopping the server.
@@ -223,6 +246,7 @@ struct Serve: ParsableCommand {
         }
         let document = try initialDocument(settings.initialState)
         let tls = try loadTLS(configuration)
+        configuration.maxConnections = Self.raiseOpenFilesLimit(toServe: configuration.maxConnections, logger: logger)
         let daemon = try Daemon(logger: logger)
         var files = StaticFiles()
         if let share = Assets.shareDirectory(shareDir) {

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import RawConnection, assert_problem, curl_response, event_request, get_state, http_request, raw
+from conftest import RawConnection, assert_problem, curl_response, event_request, get_state, http_request, raw, wait_until
 
 
 def test_keep_alive_is_the_default_in_http_1_1(server):
@@ -539,3 +539,38 @@ def test_http_1_0_request_without_host_is_fine(server):
     with raw(server) as conn:
         conn.send("GET /livez HTTP/1.0\r\n\r\n")
         assert conn.read_response().status == 200
+
+
+def test_an_open_files_limit_too_low_for_max_connections_lowers_it_and_says_so(reactord):
+    """With an open files limit below what --max-connections needs, reactord says so at start and
+    takes fewer connections: past them a connection gets a 503 (counted), never a silent reset; once
+    connections close, it serves again."""
+    import resource
+
+    from conftest import request
+    from prometheus import scrape
+
+    def limit_open_files():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    server = reactord(preexec_fn=limit_open_files)
+    server.wait_for_log("the open files limit leaves too few descriptors for --max-connections")
+    assert "taken=64" in server.log()
+    idle = []
+    try:
+        for _ in range(64):
+            connection = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            connection.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+            idle.append(connection)
+        refused = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(20)]
+        for connection in refused:
+            connection.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = connection.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+            connection.close()
+    finally:
+        for connection in idle:
+            connection.close()
+    wait_until(lambda: request(server, "GET", "/livez").status == 200, 10, message="served again once connections closed")
+    assert scrape(server).value("reactor_http_connections_refused_total", reason="max-connections") >= 20

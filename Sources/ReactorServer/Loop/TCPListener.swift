@@ -6,6 +6,9 @@ public final class TCPListener {
     private var handle: UnsafeMutablePointer<uv_tcp_t> { listening.pointer }
     private let loop: EventLoop
     private let onAccept: (TCPConnection) -> Void
+    /// Told when a connection could not be accepted (libuv's error code: out of file descriptors,
+    /// `UV_EMFILE`, most often); libuv closes it, and the listener goes on.
+    public var onAcceptError: ((Int32) -> Void)?
     /// The port actually bound (useful with port 0, which asks the system for a free one).
     public private(set) var port: Int = 0
 
@@ -32,8 +35,10 @@ public final class TCPListener {
                 }
             }
             try UVError.check(uv_listen(handle.stream, backlog) { server, status in
-                guard status == 0, let server else { return }
-                LoopHandle<uv_stream_t>.owner(of: server, as: TCPListener.self).acceptOne()
+                guard let server else { return }
+                let listener = LoopHandle<uv_stream_t>.owner(of: server, as: TCPListener.self)
+                guard status == 0 else { return listener.onAcceptError?(status) ?? () }
+                listener.acceptOne()
             }, "listen \(host):\(port)")
         } catch {
             close()
@@ -49,8 +54,10 @@ public final class TCPListener {
 
     private func acceptOne() {
         let client = TCPConnection.makeHandle(loop: loop)
-        guard uv_accept(handle.stream, client.stream) == 0 else {
+        let status = uv_accept(handle.stream, client.stream)
+        guard status == 0 else {
             uv_close(client.handle) { closed in closed?.deallocate() }
+            onAcceptError?(status)
             return
         }
         uv_tcp_nodelay(client, 1)

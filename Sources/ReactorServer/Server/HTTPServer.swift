@@ -27,6 +27,9 @@ public final class HTTPServer {
         var onDrained: (() -> Void)?
         /// During a shutdown, when the connections still open are closed whatever they are doing.
         var closeIdleBefore: UInt64?
+        /// Connections the kernel could not hand over since the last line said so, and when it did.
+        var acceptFailures = 0
+        var acceptFailureLoggedAt: UInt64 = 0
     }
 
     /// A connection taken over by another protocol, and the TCP connection under it.
@@ -92,11 +95,13 @@ public final class HTTPServer {
         state.listener = try TCPListener(loop: loop, host: configuration.host, port: configuration.port) { [unowned self] tcp in
             accept(tcp, tls: onlyTLS)
         }
+        state.listener?.onAcceptError = { [unowned self] status in acceptFailed(status) }
         if state.tlsContext != nil, let tlsPort = configuration.tlsPort {
             do {
                 state.tlsListener = try TCPListener(loop: loop, host: configuration.host, port: tlsPort) { [unowned self] tcp in
                     accept(tcp, tls: true)
                 }
+                state.tlsListener?.onAcceptError = { [unowned self] status in acceptFailed(status) }
             } catch {
                 state.listener?.close()
                 state.listener = nil
@@ -166,6 +171,21 @@ public final class HTTPServer {
         // the request timeout, not left for the idle one.
         if tls { connection.deadline = now + requestTimeoutMilliseconds }
         state.connections[ObjectIdentifier(connection)] = connection
+    }
+
+    /// A connection the kernel could not hand over (out of file descriptors, most often): libuv
+    /// closed it unanswered. Counted, and said in the log at most every 10 s.
+    private func acceptFailed(_ status: Int32) {
+        metrics.recordRefusedConnection(reason: status == -EMFILE || status == -ENFILE ? "open-files" : "accept-failed")
+        state.acceptFailures += 1
+        let now = self.now
+        guard now >= state.acceptFailureLoggedAt + 10_000 || state.acceptFailureLoggedAt == 0 else { return }
+        state.acceptFailureLoggedAt = now
+        logger.error("connections refused: the server cannot accept them", metadata: [
+            "error": "\(UVError(code: status, operation: "accept"))", "refused": "\(state.acceptFailures)", "open": "\(connectionCount)",
+            "hint": "raise the open files limit (LimitNOFILE) above --max-connections, or lower --max-connections",
+        ])
+        state.acceptFailures = 0
     }
 
     /// Answers a connection it will not serve, and closes it: at once in plain TCP, once the
