@@ -642,7 +642,9 @@ async function fetchHistory(since, limit) {
     const entry = JSON.parse(line);
     if (typeof entry?.version === "number") entries.push(entry);
   }
-  return { entries };
+  // A page may end before `limit` (large events): the server's version says whether more follow.
+  const current = Number(response.headers.get("Reactor-Version"));
+  return { entries, current: Number.isFinite(current) ? current : null };
 }
 
 /** Brings the log up to date; one request at a time, repeated while changes keep coming. */
@@ -692,7 +694,9 @@ async function syncLog() {
       } else if (initial) {
         S.logLast = since;
       }
-      if (answer.entries.length >= limit) logAgain = true; // a full page: more may be waiting
+      const last = answer.entries.length ? answer.entries[answer.entries.length - 1].version : null;
+      // A full page, or one that ended before the server's version: more may be waiting.
+      if (answer.entries.length >= limit || (last !== null && answer.current !== null && last < answer.current)) logAgain = true;
     } while (logAgain);
   } catch (error) {
     console.warn("event log:", error);

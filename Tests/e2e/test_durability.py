@@ -1597,3 +1597,18 @@ def test_offline_tools_report_a_failed_write_and_leave_the_directory_sound(react
         assert after == before, f"{tool} changed the directory: {sorted(set(after) ^ set(before))}"
         server = start(reactord, data_dir)
         assert state_and_version(server)[1] == 150
+
+
+def test_a_history_page_ends_before_it_grows_past_the_unsent_bound(reactord, data_dir):
+    server = start(reactord, data_dir, "--max-unsent-bytes", "65536")
+    for i in range(10):
+        fire(server, {"type": "set", "path": f"/k{i}", "value": "x" * 20_000})
+    answer, page = history_page(server, since=0, limit=10)
+    assert answer.status == 200
+    assert [line["version"] for line in page] == [1, 2, 3], [line["version"] for line in page]
+    assert len(answer.body) <= 65536 + 20_100
+    assert [line["version"] for line in all_history(server, limit=10)] == list(range(1, 11))
+    # One event larger than the bound still makes a page.
+    fire(server, {"type": "set", "path": "/big", "value": "y" * 100_000})
+    answer, page = history_page(server, since=10, limit=10)
+    assert [line["version"] for line in page] == [11]

@@ -13,10 +13,14 @@ final class HistoryService<StateType: HostedState> {
     private let pipeline: CommitPipeline<StateType>
     private let loop: EventLoop
     private let logger: Logger
+    /// A page ends before the event that would take it past this many bytes (it holds one event at
+    /// least): `limit` counts events, which may be large.
+    private let pageBytes: Int
 
-    init(pipeline: CommitPipeline<StateType>, loop: EventLoop, logger: Logger) {
+    init(pipeline: CommitPipeline<StateType>, loop: EventLoop, pageBytes: Int, logger: Logger) {
         self.pipeline = pipeline
         self.loop = loop
+        self.pageBytes = pageBytes
         self.logger = logger
     }
 
@@ -38,12 +42,19 @@ final class HistoryService<StateType: HostedState> {
         case (.failure(let problem), _), (_, .failure(let problem)): return respond(problem.response)
         }
         let published = pipeline.publishedVersion
-        log.read(after: since, limit: limit) { result in
+        log.read(after: since, limit: limit) { [pageBytes] result in
             switch result {
             case .success(let records):
                 var body: [UInt8] = []
-                body.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + 32 })
+                var size = 0
+                var included = 0
                 for record in records where record.version <= published {
+                    size += record.payload.count + 32
+                    if included > 0 && size > pageBytes { break }
+                    included += 1
+                }
+                body.reserveCapacity(size)
+                for record in records.prefix(included) {
                     body.append(contentsOf: #"{"version":"#.utf8)
                     body.appendDecimal(record.version)
                     body.append(contentsOf: #","event":"#.utf8)

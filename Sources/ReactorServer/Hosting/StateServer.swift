@@ -56,7 +56,7 @@ public final class StateServer<StateType: HostedState> {
                                   metrics: metrics, logger: logger)
         // After the operator's middleware: the pipeline publishes what they have seen.
         core.add(middleware: SpecializedMiddleware(EventLogger<StateType>(logger: logger, lines: lines, metrics: metrics), then: pipeline))
-        history = HistoryService(pipeline: pipeline, loop: loop, logger: logger)
+        history = HistoryService(pipeline: pipeline, loop: loop, pageBytes: configuration.maxUnsentBytes, logger: logger)
         let path = EventPath(core: core, pipeline: pipeline, loop: loop)
         events = EventService(path: path, loop: loop, configuration: configuration)
         self.state = StateService(pipeline: pipeline, history: history, logger: logger)
