@@ -846,6 +846,12 @@ async function showVersion(version) {
       const problem = await problemOf(response);
       if (request !== pastRequest) return;
       if (response.status === 401) return denied("unauthorized");
+      if (problem.type === "/problems/history-unavailable" && response.headers.get("Retry-After") !== null) {
+        // The server rebuilds a few past states at a time (scrubbing sends many): ask again soon,
+        // unless another version was asked for meanwhile.
+        setTimeout(() => { if (request === pastRequest) showVersion(version); }, 300);
+        return;
+      }
       if (problem.type === "/problems/path-not-found") past = { version, path, missing: true };
       else if (response.status === 404) return goLive(); // newer than the server's version: that is the live state
       else {

@@ -1612,3 +1612,36 @@ def test_a_history_page_ends_before_it_grows_past_the_unsent_bound(reactord, dat
     fire(server, {"type": "set", "path": "/big", "value": "y" * 100_000})
     answer, page = history_page(server, since=10, limit=10)
     assert [line["version"] for line in page] == [11]
+
+
+def test_rebuilds_of_past_states_run_a_few_at_a_time_and_the_rest_are_told_to_retry(reactord, data_dir):
+    """`GET /state?version=N` rebuilds on the thread pool the journal syncs on: past two at once, a
+    request is answered 503 `history-unavailable` with Retry-After rather than queued behind them."""
+    server = start(reactord, data_dir)
+    batch = [{"type": "increment", "path": "/n"}] * 500
+    for _ in range(100):
+        assert post_events(server, batch).status == 200
+    answers: list = []
+    lock = threading.Lock()
+
+    def rebuild():
+        answer = request(server, "GET", "/state?version=49999", timeout=60)
+        with lock:
+            answers.append(answer)
+
+    threads = [threading.Thread(target=rebuild) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=90)
+    statuses = sorted(answer.status for answer in answers)
+    assert len(statuses) == 8 and set(statuses) <= {200, 503} and 503 in statuses, statuses
+    for answer in answers:
+        if answer.status == 200:
+            assert answer.json() == {"n": 49999}
+        else:
+            assert_problem(answer, 503, "history-unavailable")
+            assert answer.header("Retry-After")
+    # Each answered rebuild gave its place back.
+    for _ in range(3):
+        assert request(server, "GET", "/state?version=100", timeout=60).json() == {"n": 100}

@@ -16,6 +16,9 @@ final class HistoryService<StateType: HostedState> {
     /// A page ends before the event that would take it past this many bytes (it holds one event at
     /// least): `limit` counts events, which may be large.
     private let pageBytes: Int
+    /// `GET /state?version=N` requests being answered now.
+    private var rebuildsInFlight = 0
+    static var maxRebuildsInFlight: Int { 2 }
 
     init(pipeline: CommitPipeline<StateType>, loop: EventLoop, pageBytes: Int, logger: Logger) {
         self.pipeline = pipeline
@@ -81,6 +84,16 @@ final class HistoryService<StateType: HostedState> {
             return respond(Problem.versionNotFound(version, current: published).response)
         }
         guard let log = pipeline.log else { return respond(Problem.historyNotKept().response) }
+        // Rebuilds run on libuv's thread pool, where the journal writes and syncs too: a few at a
+        // time, so that readers of the past never hold up acknowledging the present.
+        guard rebuildsInFlight < Self.maxRebuildsInFlight else {
+            return respond(Problem.historyUnavailable("\(Self.maxRebuildsInFlight) past states are being rebuilt already; retry").response)
+        }
+        rebuildsInFlight += 1
+        let respond = { [self] (response: HTTPResponse) in
+            rebuildsInFlight -= 1
+            respond(response)
+        }
         let gone = { (detail: String) in
             respond(Problem.historyGone("the state at version \(version) can no longer be rebuilt: \(detail)", oldest: log.oldestVersion).response)
         }
