@@ -31,7 +31,12 @@ final class RecentPointers {
         return text.withUTF8 { bytes in withCurrent { $0.pointer(UnsafeRawBufferPointer(bytes)) } }
     }
 
+    /// Longer paths are parsed each time, not kept: 256 slots of megabyte paths (a client sending
+    /// them, each refused) would hold a quarter of a gigabyte per thread.
+    static let longestKept = 512
+
     private func pointer(_ text: UnsafeRawBufferPointer) -> JSONPointer? {
+        guard text.count <= Self.longestKept else { return try? JSONPointer(String(decoding: text, as: UTF8.self)) }
         let slot = Self.slot(of: text)
         if let kept = pointers[slot], Self.equal(texts[slot], text) { return kept }
         guard let pointer = try? JSONPointer(String(decoding: text, as: UTF8.self)) else { return nil }
@@ -39,6 +44,9 @@ final class RecentPointers {
         pointers[slot] = pointer
         return pointer
     }
+
+    /// The bytes of the paths this thread keeps, for tests.
+    static var keptBytes: Int { withCurrent { $0.texts.reduce(0) { $0 + $1.count } } }
 
     /// Where `text` is kept: a hash of its length and its first and last eight bytes, which tell
     /// apart the paths a client uses side by side (`/player12`, `/player13`).

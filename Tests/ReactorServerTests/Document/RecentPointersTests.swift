@@ -17,6 +17,16 @@ final class RecentPointersTests: XCTestCase {
         XCTAssertEqual(RecentPointers.pointer("/counter")?.tokens, ["counter"])
     }
 
+    func testALongPathIsParsedButNotKept() throws {
+        let long = "/" + String(repeating: "k", count: 100_000)
+        let before = RecentPointers.keptBytes
+        XCTAssertEqual(RecentPointers.pointer(long), try JSONPointer(long))
+        XCTAssertEqual(RecentPointers.keptBytes, before)
+        let short = "/" + String(repeating: "k", count: RecentPointers.longestKept - 1)
+        XCTAssertEqual(RecentPointers.pointer(short), try JSONPointer(short))
+        XCTAssertGreaterThan(RecentPointers.keptBytes, before)
+    }
+
     func testEveryThreadHasItsOwn() {
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             for step in 0..<2_000 {
