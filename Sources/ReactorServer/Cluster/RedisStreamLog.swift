@@ -94,7 +94,7 @@ public final class RedisStreamLog: SharedEventLog {
 
     /// The newest records the tail brought, in order without a gap: reads within them (a page of
     /// `/history`, a catch-up) are answered here, without Redis, and still while it is unreachable.
-    private var recent = Deque<LogRecord>()
+    private var recent = RecentRecords(maxCount: recentRecords)
     static var recentRecords: Int { 4_096 }
 
     private let loop: EventLoop
@@ -352,14 +352,11 @@ public final class RedisStreamLog: SharedEventLog {
             }
             recent.append(record)
         }
-        if recent.count > Self.recentRecords { recent.removeFirst(recent.count - Self.recentRecords) }
     }
 
     /// The records after `version` from `recent`, if it holds the first of them.
     private func recentRecords(after version: UInt64, limit: Int) -> [LogRecord]? {
-        guard let first = recent.first, let last = recent.last, first.version <= version + 1, version + 1 <= last.version else { return nil }
-        let start = Int(version + 1 - first.version)
-        return Array(recent[start ..< min(recent.count, start + max(limit, 1))])
+        recent.after(version, limit: limit)
     }
 
     /// The stream holds what this node cannot read (written by something else than reactord): it

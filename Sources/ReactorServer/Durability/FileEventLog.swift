@@ -37,7 +37,7 @@ public final class FileEventLog: EventLog {
     public private(set) var oldestVersion: UInt64
     /// The first version of each segment on disk, in order.
     private var segments: [UInt64]
-    private var recent: Deque<LogRecord> = []
+    private var recent: RecentRecords
     /// The changes of the last events replayed at start-up, up to `lastVersion`, for the server's
     /// resume window; handed over once (`takeReplayedChanges`).
     var replayedChanges: [(version: UInt64, changes: [JSONPatchOperation])] = []
@@ -60,6 +60,7 @@ public final class FileEventLog: EventLog {
         self.lockFD = lockFD
         self.loop = loop
         self.options = options
+        recent = RecentRecords(maxCount: options.recentRecords)
         lastVersion = report.lastVersion
         oldestVersion = report.snapshotVersion
         writer = try JournalWriter(directory: directory, segmentLimit: options.segmentBytes, lastSegment: report.lastSegment, nextVersion: report.lastVersion + 1)
@@ -149,8 +150,7 @@ public final class FileEventLog: EventLog {
     }
 
     private func remember(_ records: [LogRecord]) {
-        recent.append(contentsOf: records)
-        if recent.count > options.recentRecords { recent.removeFirst(recent.count - options.recentRecords) }
+        for record in records { recent.append(record) }
     }
 
     // MARK: Reading
@@ -165,10 +165,7 @@ public final class FileEventLog: EventLog {
         guard version >= oldestReadableVersion else {
             return completion(.failure(EventLogError(.gone, "the journal starts after version \(oldestReadableVersion); earlier events are no longer kept")))
         }
-        if let first = recent.first, first.version <= version + 1 {
-            let start = Int(version + 1 - first.version)
-            return completion(.success(Array(recent[start..<min(recent.count, start + limit)])))
-        }
+        if let records = recent.after(version, limit: limit) { return completion(.success(records)) }
         // The segments that may hold versions after `version`, up to the last durable one.
         let start = segments.lastIndex { $0 <= version + 1 } ?? 0
         let (directory, last) = (directory, lastVersion)
