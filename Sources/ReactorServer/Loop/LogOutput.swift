@@ -87,11 +87,12 @@ public final class LogOutput: EndOfTurnWriter {
         }
     }
 
-    /// Makes `descriptor` non-blocking when it is a pipe or a socket (a supervisor's, journald's):
+    /// Makes standard error non-blocking when it is a pipe or a socket (a supervisor's, journald's):
     /// their reader can stop reading, and a blocking write would then stop the thread that logs,
     /// the loop's included. A terminal or a file is left as it is: a terminal's description is
     /// often standard input's too, which must stay blocking for the shell.
-    public static func makeNonBlockingIfItCanStall(_ descriptor: Int32 = STDERR_FILENO) {
+    public static func makeNonBlockingIfItCanStall() {
+        let descriptor = STDERR_FILENO
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return }
         let kind = status.st_mode & S_IFMT
