@@ -1645,3 +1645,37 @@ def test_rebuilds_of_past_states_run_a_few_at_a_time_and_the_rest_are_told_to_re
     # Each answered rebuild gave its place back.
     for _ in range(3):
         assert request(server, "GET", "/state?version=100", timeout=60).json() == {"n": 100}
+
+
+def test_reads_of_old_history_from_disk_run_a_few_at_a_time_and_the_rest_are_told_to_retry(reactord, data_dir):
+    """`/history` older than what is kept in memory is read from the journal on the thread pool the
+    journal syncs on: past two such reads at once, a request is answered 503 with Retry-After."""
+    server = start(reactord, data_dir)
+    batch = [{"type": "increment", "path": "/n"}] * 500
+    for _ in range(100):
+        assert post_events(server, batch).status == 200
+    answers: list = []
+    lock = threading.Lock()
+
+    def read_old():
+        answer = request(server, "GET", "/history?since=10&limit=10000", timeout=60)
+        with lock:
+            answers.append(answer)
+
+    threads = [threading.Thread(target=read_old) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=90)
+    statuses = sorted(answer.status for answer in answers)
+    assert len(statuses) == 8 and set(statuses) <= {200, 503} and 503 in statuses, statuses
+    for answer in answers:
+        if answer.status == 200:
+            assert json.loads(answer.body.splitlines()[0])["version"] == 11
+        else:
+            assert_problem(answer, 503, "history-unavailable")
+            assert answer.header("Retry-After")
+    # Each read gave its place back.
+    for _ in range(3):
+        answer, page = history_page(server, since=10, limit=5)
+        assert [line["version"] for line in page] == [11, 12, 13, 14, 15]

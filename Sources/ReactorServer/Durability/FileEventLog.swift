@@ -50,6 +50,9 @@ public final class FileEventLog: EventLog {
     private var appending = false
     private var waitingAppends: Deque<(records: [LogRecord], completion: (Result<Void, EventLogError>) -> Void)> = []
     private var jobsInFlight = 0
+    /// Reads of segment files on the thread pool (`read(after:limit:)`), at most `maxDiskReadsInFlight`.
+    private var diskReadsInFlight = 0
+    static let maxDiskReadsInFlight = 2
     private var closing: (() -> Void)?
     private var closed = false
 
@@ -166,13 +169,21 @@ public final class FileEventLog: EventLog {
             return completion(.failure(EventLogError(.gone, "the journal starts after version \(oldestReadableVersion); earlier events are no longer kept")))
         }
         if let records = recent.after(version, limit: limit) { return completion(.success(records)) }
+        // Reads of the disk share libuv's thread pool with the appends' writes and syncs: a few at
+        // a time, the others told to try again, so that readers of old history never hold up
+        // acknowledging new events.
+        guard diskReadsInFlight < Self.maxDiskReadsInFlight else {
+            return completion(.failure(EventLogError(.unavailable, "\(Self.maxDiskReadsInFlight) reads of the journal are under way already")))
+        }
         // The segments that may hold versions after `version`, up to the last durable one.
         let start = segments.lastIndex { $0 <= version + 1 } ?? 0
         let (directory, last) = (directory, lastVersion)
         let files = segments[start...].map { directory.segmentPath(firstVersion: $0) }
         jobsInFlight += 1
+        diskReadsInFlight += 1
         loop.runInThreadPool({ Self.readRecords(files, after: version, through: last, limit: limit, directory: directory) }) { [self] result in
             jobsInFlight -= 1
+            diskReadsInFlight -= 1
             completion(result)
             finishClosingIfIdle()
         }
