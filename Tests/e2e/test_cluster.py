@@ -1004,6 +1004,34 @@ def test_a_node_refused_by_redis_on_reconnecting_tries_again_until_it_is_served(
     assert fire(node, INCREMENT) == 2
 
 
+@pytest.mark.time_limit(60)
+def test_a_subscriber_resuming_on_a_node_behind_waits_for_it_rather_than_go_back(cluster):
+    """A client resuming on node b with a version it had from node a, while b's tail has not brought
+    it yet, is answered once b has it: it gets what follows, not a snapshot of an older version.
+    b's tail read is held 2 s on its way to Redis; a past version b has not reached is read alike."""
+    proxy = HoldingProxy(cluster.redis.port, (b"XREAD",), seconds=2)
+    try:
+        a = cluster.node("a")
+        b = cluster._reactord("--redis", f"redis://{HOST}:{proxy.port}", "--redis-key", cluster.key, "--node-name", "b")
+        assert proxy.held.wait(10), "b's tail never read through the proxy"
+        for _ in range(5):
+            fire(a, INCREMENT)
+        # b's heartbeat learns the head (5) within a second; its tail is still held.
+        wait_until(lambda: cluster_info(b)["head"] == 5, 3, interval=0.05, message="b learns the head")
+        assert cluster_info(b)["version"] == 0
+        past: dict = {}
+        reader = threading.Thread(target=lambda: past.update(answer=request(b, "GET", "/state?version=4", timeout=10)), daemon=True)
+        reader.start()
+        with subscribe(b, since=5) as ws:
+            assert fire(a, INCREMENT) == 6
+            message = next_json(ws)
+            assert message["type"] == "patch" and message["version"] == 6, message
+        reader.join(10)
+        assert past["answer"].status == 200 and past["answer"].json() == {"n": 4}, past
+    finally:
+        proxy.close()
+
+
 def redis_client_ids(admin) -> set[str]:
     """The ids of the clients connected to Redis, but `admin` itself."""
     own = str(admin.command("CLIENT", "ID"))

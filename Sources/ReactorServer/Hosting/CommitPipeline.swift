@@ -175,6 +175,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     /// that far (0 after). Until then it is not ready: it starts behind, leaving the last events to
     /// its tail (see `ClusterBootstrap.join`).
     private var joinedHead: UInt64 = 0
+    /// Clients waiting for a version another node of the cluster acknowledged (`whenPublished(catchingUpTo:_:)`).
+    private var versionWatchers: [(version: UInt64, proceed: () -> Void)] = []
     private var handoverTimer: LoopTimer?
     /// Ends a wait for the next group to fill (`Progress.fillTarget`) when the loop has nothing else to do.
     private var fillTimer: LoopTimer?
@@ -222,6 +224,34 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
 
     /// Whether clients may see `version` already.
     func isPublished(_ version: UInt64) -> Bool { version <= publishedVersion }
+
+    /// How long a client of a cluster node waits for a version it saw on another node.
+    static var catchUpWaitMilliseconds: UInt64 { 2_000 }
+
+    /// Calls `proceed` once `version` is published here, or after `catchUpWaitMilliseconds`,
+    /// whichever comes first: for a client that saw `version` on another node of a cluster (a
+    /// subscriber resuming with `since`, a read of `?version=`), so that it gets what it asked for
+    /// rather than an older state. Only for a version the shared log is known to hold: any other
+    /// goes on at once.
+    func whenPublished(catchingUpTo version: UInt64, _ proceed: @escaping () -> Void) {
+        guard let shared, version > publishedVersion, version <= shared.lastVersion else { return proceed() }
+        let once = Once(proceed)
+        let timer = LoopTimer(loop: loop) { once.run() }
+        timer.start(after: Self.catchUpWaitMilliseconds)
+        // The watcher holds the timer until the version comes, after it fired or not.
+        versionWatchers.append((version, { timer.stop(); once.run() }))
+    }
+
+    /// A closure run once, whichever of its callers comes first.
+    private final class Once {
+        private var body: (() -> Void)?
+        init(_ body: @escaping () -> Void) { self.body = body }
+        func run() {
+            let body = self.body
+            self.body = nil
+            body?()
+        }
+    }
 
     /// Whether an append was fenced off by idempotency keys not its requests' own within the last
     /// second: a retry of a request answered elsewhere reached this server, and more may follow (a
@@ -526,6 +556,11 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         hub.update(with: state, version: version)
         while let first = progress.waiters.first, first.version <= version {
             progress.waiters.removeFirst().resume(.success(first.version))
+        }
+        if !versionWatchers.isEmpty {
+            let due = versionWatchers.filter { $0.version <= version }
+            versionWatchers.removeAll { $0.version <= version }
+            for watcher in due { watcher.proceed() }
         }
     }
 

@@ -16,6 +16,8 @@ final class HistoryService<StateType: HostedState> {
     /// A page ends before the event that would take it past this many bytes (it holds one event at
     /// least): `limit` counts events, which may be large.
     private let pageBytes: Int
+    /// Set while a request that waited for its version to come is answered (it waits once).
+    private var isCatchingUp = false
     /// `GET /state?version=N` requests being answered now.
     private var rebuildsInFlight = 0
     static var maxRebuildsInFlight: Int { 2 }
@@ -80,6 +82,14 @@ final class HistoryService<StateType: HostedState> {
     /// Answers with the selected value of the state at `version` (an earlier one than published).
     func state(at version: UInt64, pointer: JSONPointer?, respond: @escaping (HTTPResponse) -> Void) {
         let published = pipeline.publishedVersion
+        // In a cluster, a version another node acknowledged comes here soon: waited for, briefly.
+        if version > published, pipeline.shared != nil, !isCatchingUp {
+            return pipeline.whenPublished(catchingUpTo: version) { [self] in
+                isCatchingUp = true
+                defer { isCatchingUp = false }
+                state(at: version, pointer: pointer, respond: respond)
+            }
+        }
         guard version <= published else {
             return respond(Problem.versionNotFound(version, current: published).response)
         }

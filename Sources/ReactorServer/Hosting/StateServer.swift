@@ -61,7 +61,8 @@ public final class StateServer<StateType: HostedState> {
         events = EventService(path: path, loop: loop, configuration: configuration)
         self.state = StateService(pipeline: pipeline, history: history, logger: logger)
         health = HealthService(pipeline: pipeline)
-        subscriptions = SubscriptionService(hub: hub, fire: { [path] in path.fire($0, origin: $1, answer: $2) }, loop: loop, configuration: configuration, logger: logger)
+        subscriptions = SubscriptionService(hub: hub, fire: { [path] in path.fire($0, origin: $1, answer: $2) }, loop: loop, configuration: configuration,
+                                            catchUp: pipeline.shared == nil ? nil : { [pipeline] in pipeline.whenPublished(catchingUpTo: $0, $1) }, logger: logger)
         metricsService = MetricsService(metrics: metrics, pipeline: pipeline, hub: subscriptions.hub)
         var router = Router()
         events.register(in: &router)

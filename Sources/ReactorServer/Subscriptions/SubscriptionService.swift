@@ -20,9 +20,13 @@ final class SubscriptionService<StateType: HostedState> {
 
     /// `hub` is the one the commit pipeline publishes to: subscribers see published states only
     /// (with a journal, states already on disk).
+    /// Waits for a version another node of a cluster acknowledged (nil outside a cluster).
+    private let catchUp: ((UInt64, @escaping () -> Void) -> Void)?
+
     init(hub: SubscriptionHub<StateType>, fire: @escaping FireEvent, loop: EventLoop,
-         configuration: ServerConfiguration, logger: Logger) {
+         configuration: ServerConfiguration, catchUp: ((UInt64, @escaping () -> Void) -> Void)? = nil, logger: Logger) {
         self.fire = fire
+        self.catchUp = catchUp
         self.hub = hub
         self.loop = loop
         self.configuration = configuration
@@ -31,16 +35,25 @@ final class SubscriptionService<StateType: HostedState> {
 
     func register(in router: inout Router) {
         router.add(.get, "/subscribe", scope: .read) { [unowned self] request, context, respond in
-            respond(subscribe(request, context: context))
+            whenCaughtUp(with: request, lastEventID: nil) { [unowned self] in respond(subscribe(request, context: context)) }
         }
         router.add(.get, "/stream", scope: .read) { [unowned self] request, _, respond in
-            respond(stream(request))
+            whenCaughtUp(with: request, lastEventID: request.headers["Last-Event-ID"]) { [unowned self] in respond(stream(request)) }
         }
         if configuration.webSocketEcho {
             router.add(.get, "/echo", scope: nil) { [unowned self] request, _, respond in
                 respond(echo(request))
             }
         }
+    }
+
+    /// In a cluster, a subscriber resuming from a version this node has not applied yet (one it had
+    /// from another node) is answered once this node has it, or after a short wait: rather than a
+    /// snapshot of an older version, it gets what it missed.
+    private func whenCaughtUp(with request: HTTPRequest, lastEventID: String?, _ proceed: @escaping () -> Void) {
+        guard let catchUp, case .success(let parsed) = SubscriptionSelection.parse(request, lastEventID: lastEventID),
+              let since = parsed.since else { return proceed() }
+        catchUp(since, proceed)
     }
 
     private var webSocketLimits: WebSocketLimits {
