@@ -186,6 +186,8 @@ def test_limit_errors_carry_cors_headers_for_allowed_origins(reactord):
 def test_a_standard_error_nobody_reads_loses_lines_and_never_stops_the_server(tmp_path):
     """Standard error is a pipe whose reader stopped (a stuck log shipper): the server keeps
     answering and stops on SIGTERM; once the pipe is read again, a line says lines were lost."""
+    import fcntl
+    import os
     import signal
     import subprocess
     import time
@@ -194,8 +196,11 @@ def test_a_standard_error_nobody_reads_loses_lines_and_never_stops_the_server(tm
     from conftest import REACTORD_BIN, clean_environment, free_port
 
     port = free_port()
+    read_end, write_end = os.pipe()
     process = subprocess.Popen([REACTORD_BIN, "--port", str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, env=clean_environment())
+                               stderr=write_end, env=clean_environment())
+    # The test keeps a writer of its own on the pipe, as a shell or a sibling process would.
+    process.stderr = os.fdopen(read_end, "rb")
     try:
         while b"listening" not in process.stderr.readline():
             assert process.poll() is None, "reactord exited at start"
@@ -206,13 +211,19 @@ def test_a_standard_error_nobody_reads_loses_lines_and_never_stops_the_server(tm
             answer = post_events(target, {"type": "increment", "path": "/n"})
             assert answer.status == 200 and time.monotonic() - started < 2, (i, answer)
         assert request(target, "GET", "/livez").status == 200
+        # reactord's own description of the pipe is non-blocking; the other writers' is not.
+        assert fcntl.fcntl(write_end, fcntl.F_GETFL) & os.O_NONBLOCK == 0
         process.stderr.read1(1 << 20)  # room again
         post_events(target, {"type": "increment", "path": "/n"})
         process.send_signal(signal.SIGTERM)
-        _, rest = process.communicate(timeout=10)
-        assert process.returncode == 0, rest[-2000:]
+        os.close(write_end)
+        write_end = -1
+        assert process.wait(timeout=10) == 0
+        rest = process.stderr.read()
         assert b"log lines were lost: standard error was not being read" in rest, rest[-2000:]
     finally:
         if process.poll() is None:
             process.kill()
+        if write_end >= 0:
+            os.close(write_end)
         process.stderr.close()

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import get_state, post_events, request, wait_until
 from prometheus import scrape
-from subscriptions import OP_CLOSE, OP_PING, RawWebSocket, apply_patch, assert_same_json, next_json, subscribe
+from subscriptions import OP_CLOSE, OP_PING, OP_PONG, RawWebSocket, apply_patch, assert_same_json, next_json, subscribe
 
 EVENTS = 2000  # about 7 MB of patches: more than the kernel buffers of a reader that stopped (about 3 MB here)
 BATCH = 50
@@ -262,6 +262,34 @@ def test_a_websocket_client_that_pings_and_reads_nothing_holds_bounded_memory_an
         assert request(server, "GET", "/readyz").status == 200
         server.wait_for_log("subscriber closed: its client read none", timeout=15)
         wait_until(lambda: scrape(server).value("reactor_subscribers") == 0, 5, message="the stalled subscriber is gone")
+    finally:
+        client.close()
+
+
+def test_a_ping_while_much_waits_unread_is_answered_once_the_output_drains_with_the_newest_payload(reactord):
+    """Past 64 KiB waiting in the output, a ping is not answered at once; the newest one is, once
+    the client has read what waited (RFC 6455 §5.5.3), and the next ping at once."""
+    server = reactord("--max-unsent-bytes", "100000000", "--max-body-bytes", "4000000")
+    client = RawWebSocket.connect(server, timeout=10, rcvbuf=4096)
+    try:
+        assert client.recv_json()["type"] == "snapshot"
+        for i in range(4):
+            assert post_events(server, {"type": "set", "path": "/big", "value": str(i) * 1_000_000}).status == 200
+        time.sleep(0.3)
+        client.send_frame(OP_PING, b"A")
+        time.sleep(0.2)
+        client.send_frame(OP_PING, b"B")
+        pongs, patches = [], 0
+        while patches < 4 or not pongs:
+            _, opcode, payload = client.recv_frame()
+            if opcode == OP_PONG:
+                pongs.append(payload)
+            else:
+                patches += 1
+        assert pongs[-1] == b"B", pongs
+        client.send_frame(OP_PING, b"C")
+        _, opcode, payload = client.recv_frame()
+        assert (opcode, payload) == (OP_PONG, b"C")
     finally:
         client.close()
 

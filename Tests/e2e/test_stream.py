@@ -173,3 +173,18 @@ def test_requests_pipelined_after_a_stream_are_not_answered_nor_left_subscribed(
             assert time.monotonic() < deadline, "a closed connection left subscribers behind"
             time.sleep(0.05)
     assert fire(server, {"type": "set", "path": "/p1", "value": 1}) == 1
+
+
+@pytest.mark.parametrize("offer", ["", "Connection: Upgrade\r\nUpgrade: h2c\r\n"], ids=["plain", "declined-upgrade"])
+def test_writes_pipelined_after_a_stream_are_not_applied(server, offer):
+    sock = socket.create_connection((HOST, server.port), timeout=5)
+    post = json.dumps({"type": "set", "path": "/x", "value": "applied"}).encode()
+    sock.sendall(f"GET /stream HTTP/1.1\r\nHost: x\r\n{offer}\r\n".encode()
+                 + (b"POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(post), post)) * 3)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    time.sleep(0.3)
+    sock.close()
+    assert get_state(server) == {}

@@ -176,7 +176,8 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     /// its tail (see `ClusterBootstrap.join`).
     private var joinedHead: UInt64 = 0
     /// Clients waiting for a version another node of the cluster acknowledged (`whenPublished(catchingUpTo:_:)`).
-    private var versionWatchers: [(version: UInt64, proceed: () -> Void)] = []
+    private var versionWatchers: [VersionWatcher] = []
+    private var nextWatcherID: UInt64 = 0
     private var handoverTimer: LoopTimer?
     /// Ends a wait for the next group to fill (`Progress.fillTarget`) when the loop has nothing else to do.
     private var fillTimer: LoopTimer?
@@ -234,24 +235,29 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
     /// rather than an older state. Only for a version the shared log is known to hold: any other
     /// goes on at once.
     func whenPublished(catchingUpTo version: UInt64, _ proceed: @escaping () -> Void) {
-        guard let shared, version > publishedVersion, version <= shared.lastVersion else { return proceed() }
-        let once = Once(proceed)
-        let timer = LoopTimer(loop: loop) { once.run() }
+        guard let shared, version > publishedVersion, version <= shared.lastVersion,
+              versionWatchers.count < Self.maxVersionWatchers else { return proceed() }
+        let id = nextWatcherID
+        nextWatcherID += 1
+        let timer = LoopTimer(loop: loop) { [unowned self] in
+            guard let index = versionWatchers.firstIndex(where: { $0.id == id }) else { return }
+            versionWatchers.remove(at: index).proceed()
+        }
         timer.start(after: Self.catchUpWaitMilliseconds)
-        // The watcher holds the timer until the version comes, after it fired or not.
-        versionWatchers.append((version, { timer.stop(); once.run() }))
+        // The watcher holds its timer: whichever of the two comes first removes it.
+        versionWatchers.append(VersionWatcher(id: id, version: version, proceed: proceed, timer: timer))
     }
 
-    /// A closure run once, whichever of its callers comes first.
-    private final class Once {
-        private var body: (() -> Void)?
-        init(_ body: @escaping () -> Void) { self.body = body }
-        func run() {
-            let body = self.body
-            self.body = nil
-            body?()
-        }
+    /// A client waiting for a version (`whenPublished(catchingUpTo:_:)`), and its deadline.
+    private struct VersionWatcher {
+        let id: UInt64
+        let version: UInt64
+        let proceed: () -> Void
+        let timer: LoopTimer
     }
+
+    /// More clients than this waiting for versions go on at once.
+    static var maxVersionWatchers: Int { 1_024 }
 
     /// Whether an append was fenced off by idempotency keys not its requests' own within the last
     /// second: a retry of a request answered elsewhere reached this server, and more may follow (a
@@ -560,7 +566,10 @@ final class CommitPipeline<StateType: HostedState>: Middleware, Interceptor, @un
         if !versionWatchers.isEmpty {
             let due = versionWatchers.filter { $0.version <= version }
             versionWatchers.removeAll { $0.version <= version }
-            for watcher in due { watcher.proceed() }
+            for watcher in due {
+                watcher.timer.stop()
+                watcher.proceed()
+            }
         }
     }
 

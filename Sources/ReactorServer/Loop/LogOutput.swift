@@ -63,22 +63,33 @@ public final class LogOutput: EndOfTurnWriter {
     private(set) var droppedBytes = 0
     /// Told how many bytes were lost, once the output takes lines again after losing some.
     var onDropsEnded: ((Int) -> Void)?
+    /// The rest of a line a write cut short (the output took part of it), written before anything
+    /// else: lines are lost whole, never merged with the next.
+    private var unfinishedLine: [UInt8] = []
 
     /// A descriptor that fails (closed, a full disk, or a pipe nobody reads, made non-blocking by
     /// `makeNonBlockingIfItCanStall`) loses the lines rather than holding the loop: logging never
     /// stops the server.
     private func write(_ bytes: UnsafeRawBufferPointer) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written > 0 {
-                offset += written
-            } else if written < 0 && errno == EINTR {
-                continue
-            } else {
-                droppedBytes += bytes.count - offset
+        if !unfinishedLine.isEmpty {
+            let written = unfinishedLine.withUnsafeBytes { writeSome($0) }
+            unfinishedLine.removeFirst(written)
+            guard unfinishedLine.isEmpty else {
+                droppedBytes += bytes.count
                 return
             }
+        }
+        let written = writeSome(bytes)
+        guard written == bytes.count else {
+            // Cut inside a line: the rest of it waits; the lines after it are lost.
+            let newline = UInt8(ascii: "\n")
+            var end = written
+            if written > 0 && bytes[written - 1] != newline {
+                end = bytes[written...].firstIndex(of: newline).map { $0 + 1 } ?? bytes.count
+                unfinishedLine = Array(bytes[written..<end])
+            }
+            droppedBytes += bytes.count - end
+            return
         }
         if droppedBytes > 0 {
             let dropped = droppedBytes
@@ -87,17 +98,34 @@ public final class LogOutput: EndOfTurnWriter {
         }
     }
 
-    /// Makes standard error non-blocking when it is a pipe or a socket (a supervisor's, journald's):
-    /// their reader can stop reading, and a blocking write would then stop the thread that logs,
-    /// the loop's included. A terminal or a file is left as it is: a terminal's description is
-    /// often standard input's too, which must stay blocking for the shell.
+    /// Writes what the descriptor takes of `bytes`; how many it took.
+    private func writeSome(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written > 0 {
+                offset += written
+            } else if written < 0 && errno == EINTR {
+                continue
+            } else {
+                break
+            }
+        }
+        return offset
+    }
+
+    /// Gives standard error, when it is a pipe (a supervisor's, a log shipper's), a non-blocking
+    /// description of its own: its reader can stop reading, and a blocking write would then stop
+    /// the thread that logs, the loop's included. Its own, reopened through `/proc`, so that the
+    /// pipe's other writers (the shell, other processes, standard output after `2>&1`) keep theirs
+    /// as it was, during this process and after. A socket (journald's) cannot be reopened and is
+    /// left as it is, as are a terminal and a file.
     public static func makeNonBlockingIfItCanStall() {
-        let descriptor = STDERR_FILENO
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return }
-        let kind = status.st_mode & S_IFMT
-        guard kind == S_IFIFO || kind == S_IFSOCK else { return }
-        let flags = fcntl(descriptor, F_GETFL)
-        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) }
+        guard fstat(STDERR_FILENO, &status) == 0, status.st_mode & S_IFMT == S_IFIFO else { return }
+        let own = open("/proc/self/fd/\(STDERR_FILENO)", O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        guard own >= 0 else { return }
+        _ = dup2(own, STDERR_FILENO)
+        close(own)
     }
 }

@@ -118,6 +118,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     /// Parses `bytes` and handles the requests in them; returns the bytes after an upgrade offer
     /// this server declined, which are requests again, to parse next.
     private func parse(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard !state.isTakenOver else { return nil }
         if !state.isMidRequest {
             state.isMidRequest = true
             deadline = server.now + server.requestTimeoutMilliseconds
@@ -160,7 +161,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                     parser.declineUpgrade()
                     state.isMidRequest = !leftover.isEmpty
                     if !state.held.isEmpty || writeIsUnanswered { state.held.append(.request(request)) } else { handle(request) }
-                    guard !leftover.isEmpty, isReadingOn(unparsed: leftover[...]) else { return nil }
+                    guard !state.isTakenOver, !leftover.isEmpty, isReadingOn(unparsed: leftover[...]) else { return nil }
                     pauseReadingIfPipelinedTooDeep()
                     return leftover
                 }

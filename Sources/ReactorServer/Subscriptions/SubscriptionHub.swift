@@ -105,7 +105,12 @@ final class SubscriptionHub<StateType: HostedState> {
         let operations = recorded ?? held.kept.map { JSONPatch.diff(from: $0, to: json!) } ?? [.replace(path: .root, value: json!)]
         let previous = held.kept
         held.kept = recorded == nil || held.subtreeGroups > 0 ? json : nil
-        send(operations, previous: previous, current: json, version: newVersion)
+        // Past a jump over versions (a cluster node that started again from a snapshot), the
+        // window keeps the whole new state: a subscriber resuming from any version before it gets
+        // that, where a diff would hold only from the version the node had.
+        let isJump = newVersion != held.version + 1
+        send(operations, previous: previous, current: json, version: newVersion,
+             kept: isJump ? [.replace(path: .root, value: json!)] : nil)
     }
 
     /// Keeps `transitions`, the last of which led to the state held, in the resume window: the
@@ -141,7 +146,8 @@ final class SubscriptionHub<StateType: HostedState> {
     }
 
     /// Sends the transition to `newVersion` to every selection it changes, and keeps it in the window.
-    private func send(_ operations: [JSONPatchOperation], previous: JSON?, current json: JSON?, version newVersion: UInt64) {
+    private func send(_ operations: [JSONPatchOperation], previous: JSON?, current json: JSON?, version newVersion: UInt64,
+                      kept: [JSONPatchOperation]? = nil) {
         held.version = newVersion
         if !held.snapshots.isEmpty { held.snapshots.removeAll(keepingCapacity: true) }
         // Iterating even an empty dictionary retains and releases its storage, on every event.
@@ -152,7 +158,7 @@ final class SubscriptionHub<StateType: HostedState> {
             }
         }
         // Last, so that the operations move into the window rather than being copied there.
-        held.window.append(.init(version: newVersion, operations: operations))
+        held.window.append(.init(version: newVersion, operations: kept ?? operations))
     }
 
     /// The message a selection's subscribers get for the transition just made; nil when the

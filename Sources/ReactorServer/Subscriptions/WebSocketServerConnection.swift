@@ -56,8 +56,10 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     private var sharedEntryTaken: UInt64 = 0
     private let timing: Timing
     private var lastHeard: UInt64
-    /// A pong is in the output, not yet taken by the kernel.
-    private var isPongQueued = false
+    /// The newest ping's payload, to answer once the output drains (`pongRoom`).
+    private var pendingPong: [UInt8]?
+    /// Pongs go out at once while no more than this waits in the output.
+    private static let pongRoom = 64 * 1024
     private var pingSentAt: UInt64?
     /// The server is shutting down: the connection closes (1001) once its handler owes nothing.
     private(set) var isDraining = false
@@ -178,11 +180,14 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
             case .compressedMessage(let opcode, let payload):
                 receivedCompressed(opcode, payload)
             case .ping(let payload):
-                // One pong waiting in the output at a time (RFC 6455 §5.5.3 lets a pong answer only
-                // the newest of several pings): a client pinging and reading nothing grows nothing.
-                guard !isPongQueued else { break }
-                tcp.write(WebSocketFrameEncoder.frame(opcode: .pong, payload: payload))
-                isPongQueued = tcp.queuedBytes > 0
+                // Answered at once while little waits in the output; past that, only the newest
+                // ping is, once the output drains (RFC 6455 §5.5.3): a client pinging and reading
+                // nothing grows nothing.
+                if tcp.queuedBytes + tcp.batchedBytes <= Self.pongRoom {
+                    tcp.write(WebSocketFrameEncoder.frame(opcode: .pong, payload: payload))
+                } else {
+                    pendingPong = payload
+                }
             case .pong:
                 break
             case .close(let code, _):
@@ -219,7 +224,10 @@ final class WebSocketServerConnection: TCPConnectionDelegate, UpgradedConnection
     }
 
     override func connectionDidDrain(_ connection: TCPConnection) {
-        isPongQueued = false
+        if let payload = pendingPong, !isClosing {
+            pendingPong = nil
+            tcp.write(WebSocketFrameEncoder.frame(opcode: .pong, payload: payload))
+        }
         handler?.webSocketDidDrain(self)
     }
 
