@@ -130,7 +130,7 @@ public enum DataDirectoryOperations {
             // The answers still within their window; a retry past it is a new request anyway.
             func answers(versions: ClosedRange<UInt64>) throws(EventLogError) -> [JournaledAnswer] {
                 guard let value = json["answers"] else { return [] }
-                do throws(ExportLineError) {
+                do throws(EventLogError) {
                     return try ExportLine.answers(value, versions: versions).filter { $0.expiresAt > now }
                 } catch {
                     throw EventLogError(.other, "line \(lineNumber): \(error.message)")

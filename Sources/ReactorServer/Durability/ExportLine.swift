@@ -50,25 +50,25 @@ enum ExportLine {
     /// The answers of a line's `answers` member, checked: each must be one the journal can hold and
     /// read back, answered by the line's event (`version` alone) or, on the state's line, by an event
     /// up to the snapshot (`versions`). Throws a message naming what is wrong.
-    static func answers(_ value: JSON, versions: ClosedRange<UInt64>) throws(ExportLineError) -> [JournaledAnswer] {
-        guard let elements = value.arrayValue else { throw ExportLineError("\"answers\" is not an array") }
-        return try elements.enumerated().map { (index, element) throws(ExportLineError) in
+    static func answers(_ value: JSON, versions: ClosedRange<UInt64>) throws(EventLogError) -> [JournaledAnswer] {
+        guard let elements = value.arrayValue else { throw EventLogError(.other, "\"answers\" is not an array") }
+        return try elements.enumerated().map { (index, element) throws(EventLogError) in
             let named = "answer \(index + 1)"
-            guard case .object(let members) = element else { throw ExportLineError("\(named) is not an object") }
-            guard let key = members["key"]?.stringValue else { throw ExportLineError("\(named) has no \"key\" (a string)") }
+            guard case .object(let members) = element else { throw EventLogError(.other, "\(named) is not an object") }
+            guard let key = members["key"]?.stringValue else { throw EventLogError(.other, "\(named) has no \"key\" (a string)") }
             guard let fingerprint = members["fingerprint"]?.stringValue, !fingerprint.isEmpty,
                   fingerprint.utf8.allSatisfy({ HexDigits.value(of: $0) != nil }) else {
-                throw ExportLineError("\(named) has no \"fingerprint\" (hexadecimal digits)")
+                throw EventLogError(.other, "\(named) has no \"fingerprint\" (hexadecimal digits)")
             }
             guard case .integer(let signedVersion)? = members["version"], signedVersion >= 0,
                   versions.contains(UInt64(signedVersion)) else {
-                throw ExportLineError("\(named)'s \"version\" is not one of \(versions.count == 1 ? "\(versions.lowerBound)" : "\(versions.lowerBound) to \(versions.upperBound)")")
+                throw EventLogError(.other, "\(named)'s \"version\" is not one of \(versions.count == 1 ? "\(versions.lowerBound)" : "\(versions.lowerBound) to \(versions.upperBound)")")
             }
             guard case .integer(let expiresAt)? = members["expiresAt"], expiresAt >= 0 else {
-                throw ExportLineError("\(named) has no \"expiresAt\" (milliseconds since 1970)")
+                throw EventLogError(.other, "\(named) has no \"expiresAt\" (milliseconds since 1970)")
             }
             let unknown = members.keys.filter { !["key", "fingerprint", "version", "expiresAt", "body"].contains($0) }
-            guard unknown.isEmpty else { throw ExportLineError("\(named) has a member this reactord does not know: \"\(unknown[0])\"") }
+            guard unknown.isEmpty else { throw EventLogError(.other, "\(named) has a member this reactord does not know: \"\(unknown[0])\"") }
             return JournaledAnswer(version: UInt64(signedVersion), expiresAt: UInt64(expiresAt), fingerprint: fingerprint,
                                    key: key, body: members["body"]?.jsonBytes)
         }
@@ -86,10 +86,4 @@ enum ExportLine {
             return .object(members)
         })
     }
-}
-
-/// What is wrong with a line of an export.
-struct ExportLineError: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
 }

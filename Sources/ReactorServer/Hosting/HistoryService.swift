@@ -16,8 +16,6 @@ final class HistoryService<StateType: HostedState> {
     /// A page ends before the event that would take it past this many bytes (it holds one event at
     /// least): `limit` counts events, which may be large.
     private let pageBytes: Int
-    /// Set while a request that waited for its version to come is answered (it waits once).
-    private var isCatchingUp = false
     /// `GET /state?version=N` requests being answered now.
     private var rebuildsInFlight = 0
     static var maxRebuildsInFlight: Int { 2 }
@@ -80,14 +78,12 @@ final class HistoryService<StateType: HostedState> {
     // MARK: GET /state?version=N
 
     /// Answers with the selected value of the state at `version` (an earlier one than published).
-    func state(at version: UInt64, pointer: JSONPointer?, respond: @escaping (HTTPResponse) -> Void) {
+    func state(at version: UInt64, pointer: JSONPointer?, waited: Bool = false, respond: @escaping (HTTPResponse) -> Void) {
         let published = pipeline.publishedVersion
-        // In a cluster, a version another node acknowledged comes here soon: waited for, briefly.
-        if version > published, pipeline.shared != nil, !isCatchingUp {
+        // In a cluster, a version another node acknowledged comes here soon: waited for, once, briefly.
+        if version > published, pipeline.shared != nil, !waited {
             return pipeline.whenPublished(catchingUpTo: version) { [self] in
-                isCatchingUp = true
-                defer { isCatchingUp = false }
-                state(at: version, pointer: pointer, respond: respond)
+                state(at: version, pointer: pointer, waited: true, respond: respond)
             }
         }
         guard version <= published else {
