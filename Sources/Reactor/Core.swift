@@ -585,6 +585,10 @@ public final class Core<StateType: State>: @unchecked Sendable {
         notifyObservers(of: state)
     }
 
+    /// The longest all-or-nothing batch whose intermediate states are kept until all its events
+    /// are accepted; a longer one is applied twice instead (see `applyBatch`).
+    static var batchStatesKept: Int { 8 }
+
     func applyBatch(_ events: [any Event], mode: BatchMode, origin: (any Sendable)?) -> Result<BatchOutcome, BatchRejection> {
         switch mode {
         case .prune:
@@ -598,6 +602,33 @@ public final class Core<StateType: State>: @unchecked Sendable {
             }
             endRound()
             return .success(BatchOutcome(version: currentVersion, applied: events.count - rejected.count, rejected: rejected))
+        case .allOrNothing where events.count > Self.batchStatesKept:
+            // Checked first, on the state alone, then applied again to be published: kept states
+            // share the state's storage, so each would copy what its event changes, and a long
+            // batch of edits to a large container would hold that many copies of it at once. The
+            // second pass runs no interceptor (they saw the first) and cannot fail for a state
+            // whose `apply` depends on the state and the event alone, as replaying a journal
+            // already requires; if it does fail, the events before it stay applied.
+            let before = current
+            for (index, event) in events.enumerated() {
+                do {
+                    _ = try admit(event, origin: origin)
+                } catch {
+                    current = before
+                    return .failure(BatchRejection(index: index, error: error))
+                }
+            }
+            current = before
+            for (index, event) in events.enumerated() {
+                do {
+                    publishApplied(event, state: try admit(event, origin: origin, intercepted: false))
+                } catch {
+                    endRound()
+                    return .failure(BatchRejection(index: index, error: error))
+                }
+            }
+            endRound()
+            return .success(BatchOutcome(version: currentVersion, applied: events.count, rejected: []))
         case .allOrNothing:
             // Apply everything first, keeping each intermediate state, and publish only once all
             // were accepted: a rejection restores the state as it was and nobody saw anything.

@@ -30,6 +30,34 @@ extension JSON {
         }
     }
 
+    /// The size of the value's compact JSON text (its strings counted as if nothing in them needed
+    /// escaping: a lower bound), counted no further than just past `limit`: a larger value answers
+    /// more than `limit` having walked about `limit` bytes' worth of it, however many times its
+    /// parts are shared (a value built by copying itself has far more text than memory).
+    public func encodedSize(upTo limit: Int) -> Int {
+        var size = 0
+        Self.addEncodedSize(of: self, to: &size, upTo: limit)
+        return size
+    }
+
+    private static func addEncodedSize(of value: JSON, to size: inout Int, upTo limit: Int) {
+        switch value {
+        case .null: size += 4
+        case .bool(let flag): size += flag ? 4 : 5
+        case .integer, .number: size += 8
+        case .string(let text): size += text.utf8.count + 2
+        case .array(let elements):
+            size += 1 + max(elements.count, 1)
+            for element in elements where size <= limit { addEncodedSize(of: element, to: &size, upTo: limit) }
+        case .object(let members):
+            size += 1 + max(members.count, 1)
+            for (key, member) in members where size <= limit {
+                size += key.utf8.count + 3
+                addEncodedSize(of: member, to: &size, upTo: limit)
+            }
+        }
+    }
+
     /// 1 for the container holding `children`, plus the deepest child, counted up to `limit + 1`.
     private static func levels(containing children: some Collection<JSON>, upTo limit: Int) -> Int {
         guard limit > 0 else { return 1 }

@@ -28,7 +28,12 @@ public enum JSONPatch {
     /// working on a copy: a copy would share storage with `document`, so the
     /// first change to each container would duplicate it, which for a state
     /// holding a large array or object costs a full copy per request.
-    public static func apply(_ operations: [JSONPatchOperation], to document: inout JSON) throws(JSONPatchError) {
+    ///
+    /// `copyLimit` bounds the JSON text (`JSON.encodedSize(upTo:)`) the patch's `copy` operations
+    /// may add in all: a copy shares its value's storage, so a few operations that copy what the
+    /// ones before them copied would otherwise make a document far larger than the patch.
+    public static func apply(_ operations: [JSONPatchOperation], to document: inout JSON, copyLimit: Int = .max) throws(JSONPatchError) {
+        var copyAllowance = copyLimit
         var undoLog: [JSONPatchUndo] = []
         for (index, operation) in operations.enumerated() {
             do {
@@ -37,7 +42,7 @@ public enum JSONPatch {
                 // (the move case logs its removal regardless). This spares
                 // one-operation patches the log allocation.
                 let logs = index < operations.count - 1
-                try apply(operation, to: &document, undoLog: &undoLog, logs: logs)
+                try apply(operation, to: &document, undoLog: &undoLog, logs: logs, copyAllowance: &copyAllowance, copyLimit: copyLimit)
             } catch {
                 for step in undoLog.reversed() {
                     document.undo(step)
@@ -58,7 +63,7 @@ public enum JSONPatch {
     /// made to `undoLog` as soon as the change is made.
     private static func apply(
         _ operation: JSONPatchOperation, to document: inout JSON,
-        undoLog: inout [JSONPatchUndo], logs: Bool
+        undoLog: inout [JSONPatchUndo], logs: Bool, copyAllowance: inout Int, copyLimit: Int
     ) throws(JSONPatchError) {
         func log(_ step: JSONPatchUndo) {
             if logs { undoLog.append(step) }
@@ -90,6 +95,16 @@ public enum JSONPatch {
             log(try document.patchAdd(value, at: path))
         case .copy(let from, let path):
             let value = try document.patchValue(at: from, role: "from")
+            if copyAllowance < .max {
+                // Before the depth check, which walks the value as often as its parts are shared.
+                let size = value.encodedSize(upTo: copyAllowance)
+                guard size <= copyAllowance else {
+                    throw JSONPatchError(
+                        kind: .copiesTooMuch,
+                        reason: "copying \(from.debugText) would take what the patch copies past \(copyLimit) bytes of JSON, the most it may copy")
+                }
+                copyAllowance -= size
+            }
             try checkDepth(of: value, movedFrom: from, to: path)
             log(try document.patchAdd(value, at: path))
         case .test(let path, let expected):

@@ -19,6 +19,8 @@ public struct JSONPatchError: Error, Sendable, Hashable, CustomStringConvertible
         case cannotRemoveRoot
         /// The document would nest deeper than `JSON.maximumDepth`.
         case tooDeep
+        /// The patch's `copy` operations would copy more than the limit it was applied with.
+        case copiesTooMuch
     }
 
     public var kind: Kind

@@ -386,3 +386,49 @@ final class JSONDiffOfWideObjectsTests: XCTestCase {
         }
     }
 }
+
+final class JSONPatchCopyLimitTests: XCTestCase {
+    private func pointer(_ text: String) throws -> JSONPointer { try JSONPointer(text) }
+
+    func testEncodedSizeIsTheCompactTextsAndStopsJustPastTheLimit() throws {
+        let value = try JSON(parsing: Array(#"{"a":[1,true,null,"xy"],"b":{}}"#.utf8))
+        XCTAssertEqual(value.encodedSize(upTo: .max), #"{"a":[12345678,true,null,"xy"],"b":{}}"#.utf8.count, "numbers count 8")
+        // A value that doubles at each of 60 levels: far more text than could be walked.
+        var doubled: JSON = "x"
+        for _ in 0..<60 { doubled = ["p": doubled, "q": doubled] }
+        XCTAssertGreaterThan(doubled.encodedSize(upTo: 1_000), 1_000)
+        XCTAssertLessThan(doubled.encodedSize(upTo: 1_000), 1_100)
+    }
+
+    /// Each level copies the one before twice: 2^levels copies of the first value from a patch of
+    /// 3 operations a level.
+    private func doublingPatch(levels: Int) throws -> [JSONPatchOperation] {
+        var operations: [JSONPatchOperation] = [.add(path: try pointer("/t0"), value: .string(String(repeating: "x", count: 100)))]
+        for level in 1...levels {
+            operations.append(.add(path: try pointer("/t\(level)"), value: [:]))
+            operations.append(.copy(from: try pointer("/t\(level - 1)"), path: try pointer("/t\(level)/p")))
+            operations.append(.copy(from: try pointer("/t\(level - 1)"), path: try pointer("/t\(level)/q")))
+        }
+        return operations
+    }
+
+    func testCopiesPastTheLimitAreRefusedAndChangeNothing() throws {
+        var document: JSON = ["keep": 1]
+        XCTAssertThrowsError(try JSONPatch.apply(try doublingPatch(levels: 50), to: &document, copyLimit: 100_000)) { error in
+            let error = error as! JSONPatchError
+            XCTAssertEqual(error.kind, .copiesTooMuch)
+            XCTAssertTrue(error.reason.contains("past 100000 bytes"), error.reason)
+        }
+        XCTAssertEqual(document, ["keep": 1])
+    }
+
+    func testCopiesWithinTheLimitApply() throws {
+        var document: JSON = [:]
+        try JSONPatch.apply(try doublingPatch(levels: 5), to: &document, copyLimit: 100_000)
+        XCTAssertEqual(document["t5"]?["p"]?["q"]?["p"]?["q"]?["p"], .string(String(repeating: "x", count: 100)))
+        // Without a limit, as before.
+        var unlimited: JSON = [:]
+        try JSONPatch.apply(try doublingPatch(levels: 12), to: &unlimited)
+        XCTAssertNotNil(unlimited["t12"])
+    }
+}

@@ -106,3 +106,84 @@ final class BatchTests: XCTestCase {
         XCTAssertEqual(results.value, ["alice: 1", "bob: rejected", "none: 2"])
     }
 }
+
+/// A state whose storage counts the times it is copied: what a long all-or-nothing batch costs in
+/// copies of the state, which kept intermediate states would multiply.
+private struct CopyCountingState: State {
+    final class Storage: @unchecked Sendable {  // @unchecked: the tests touch it on the core's executor only
+        var values: [Int]
+        nonisolated(unsafe) static var copies = 0  // read by the test after the core's work
+        init(_ values: [Int]) { self.values = values }
+    }
+
+    var storage = Storage(Array(repeating: 0, count: 1_000))
+
+    mutating func react(to event: Event) { try? apply(event) }
+
+    mutating func apply(_ event: Event) throws {
+        if event is Refused { throw Refusal(reason: "refused by the state") }
+        guard let add = event as? Add else { return }
+        if !isKnownUniquelyReferenced(&storage) {
+            storage = Storage(storage.values)
+            Storage.copies += 1
+        }
+        storage.values[0] += add.amount
+    }
+}
+
+final class LongBatchTests: XCTestCase {
+    private struct CountingInterceptor: Interceptor {
+        let seen: Locked<Int>
+        func intercept(event: Event, state: CopyCountingState) throws { seen.withLock { $0 += 1 } }
+    }
+
+    private func fire(_ core: Core<CopyCountingState>, _ events: [any Event]) -> Result<BatchOutcome, BatchRejection> {
+        let result = Locked<Result<BatchOutcome, BatchRejection>?>(nil)
+        let done = expectation(description: "batch")
+        core.fire(events: events, mode: .allOrNothing) { outcome in
+            result.withLock { $0 = outcome }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        return result.withLock { $0! }
+    }
+
+    func testALongAllOrNothingBatchCopiesTheStateAFewTimesNotOncePerEvent() throws {
+        let core = Core(state: CopyCountingState())
+        let seen = Locked(0)
+        core.add(interceptor: CountingInterceptor(seen: seen))
+        let recorder = Recorder<CopyCountingState>()
+        core.add(subscriber: recorder)
+        CopyCountingState.Storage.copies = 0
+        let outcome = try fire(core, Array(repeating: Add(amount: 1), count: 100)).get()
+        XCTAssertEqual(outcome.version, 100)
+        XCTAssertEqual(outcome.applied, 100)
+        XCTAssertEqual(core.state.storage.values[0], 100)
+        XCTAssertEqual(seen.withLock { $0 }, 100, "each event is intercepted once")
+        // Every state was shown, in order, each with its own version.
+        XCTAssertEqual(recorder.versions, Array(0...100).map(UInt64.init))
+    }
+
+    func testALongAllOrNothingBatchThatIsRefusedCopiesOnceAndShowsNothing() {
+        let core = Core(state: CopyCountingState())
+        let recorder = Recorder<CopyCountingState>()
+        core.add(subscriber: recorder)
+        CopyCountingState.Storage.copies = 0
+        let result = fire(core, Array(repeating: Add(amount: 1), count: 50) + [Refused()])
+        guard case .failure(let rejection) = result else { return XCTFail("the batch was applied") }
+        XCTAssertEqual(rejection.index, 50)
+        XCTAssertEqual(core.state.storage.values[0], 0)
+        XCTAssertEqual(core.snapshot().version, 0)
+        XCTAssertEqual(recorder.versions, [0], "a subscriber saw part of a refused batch")
+        // Kept states would have copied the state for each of the 50 events.
+        XCTAssertLessThanOrEqual(CopyCountingState.Storage.copies, 2)
+    }
+
+    func testALongBatchWithoutSubscribersEditsInPlace() throws {
+        let core = Core(state: CopyCountingState())
+        CopyCountingState.Storage.copies = 0
+        _ = try fire(core, Array(repeating: Add(amount: 1), count: 100)).get()
+        XCTAssertEqual(core.state.storage.values[0], 100)
+        XCTAssertLessThanOrEqual(CopyCountingState.Storage.copies, 3)
+    }
+}

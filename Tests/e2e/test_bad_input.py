@@ -716,3 +716,85 @@ def test_a_broken_percent_escape_is_400(server, target):
     assert request(server, "GET", "/state?path=/a/b").json() == 1
     assert request(server, "GET", "/state?path=%2Fa%2Fb").json() == 1
     assert_serving(server, version=1)
+
+
+# --- Events whose cost is far beyond their size --------------------------------------------------
+
+
+def doubling_patch(levels: int) -> dict:
+    """A patch that copies each level twice into the next: 2**levels copies of a 1,000-byte string
+    from a few kilobytes of request."""
+    ops = [{"op": "add", "path": "/t0", "value": "x" * 1000}]
+    for level in range(1, levels + 1):
+        ops.append({"op": "add", "path": f"/t{level}", "value": {}})
+        ops.append({"op": "copy", "from": f"/t{level - 1}", "path": f"/t{level}/p"})
+        ops.append({"op": "copy", "from": f"/t{level - 1}", "path": f"/t{level}/q"})
+    return {"type": "patch", "ops": ops}
+
+
+@pytest.mark.parametrize("levels", [22, 40])
+def test_a_patch_that_copies_past_a_bodys_worth_is_422_and_the_server_lives(server, levels):
+    fire(server, {"type": "set", "path": "/keep", "value": 1})
+    answer = post_events(server, doubling_patch(levels))
+    problem = assert_problem(answer, 422, "too-much-growth")
+    assert "copy" in problem["detail"] and str(1024 * 1024) in problem["detail"], problem
+    assert state_and_version(server) == ({"keep": 1}, 1)
+    assert_serving(server, version=1)
+
+
+def test_copies_across_requests_grow_the_state_by_a_body_at_most_each(server):
+    fire(server, {"type": "set", "path": "/a", "value": "x" * 300_000})
+    # Each request copies what the last one made twice: 600 KB of new JSON is accepted, 1.2 MB is not.
+    fire(server, {"type": "patch", "ops": [
+        {"op": "copy", "from": "/a", "path": "/b"}, {"op": "copy", "from": "/a", "path": "/c"}]})
+    refused = post_events(server, {"type": "patch", "ops": [
+        {"op": "add", "path": "/d", "value": {}},
+        {"op": "copy", "from": "/b", "path": "/d/p"}, {"op": "copy", "from": "/c", "path": "/d/q"},
+        {"op": "copy", "from": "/b", "path": "/d/r"}, {"op": "copy", "from": "/c", "path": "/d/s"}]})
+    assert_problem(refused, 422, "too-much-growth")
+    assert sorted(state_and_version(server)[0]) == ["a", "b", "c"]
+    assert_serving(server, version=2)
+
+
+def test_only_one_event_of_a_request_may_copy(server):
+    copy = {"type": "patch", "ops": [{"op": "copy", "from": "/a", "path": "/b"}]}
+    fire(server, {"type": "set", "path": "/a", "value": 1})
+    for mode in ("", "?mode=prune"):
+        answer = post_events(server, [copy, {"type": "increment", "path": "/n"}, copy], path="/events" + mode)
+        problem = assert_problem(answer, 422, "too-much-growth")
+        assert "one event of a request may copy" in problem["detail"], problem
+    assert state_and_version(server) == ({"a": 1}, 1)
+    # One copying event among others is fine.
+    assert fire(server, [copy, {"type": "increment", "path": "/n"}]) == 3
+    assert state_and_version(server)[0] == {"a": 1, "b": 1, "n": 1}
+
+
+def test_a_copy_bomb_over_a_websocket_is_an_error_and_the_connection_lives(server):
+    with subscribe(server) as ws:
+        assert next_json(ws) == {"type": "snapshot", "version": 0, "state": {}}
+        ws.send(json.dumps({"type": "fire", "id": "bomb", "event": doubling_patch(40)}))
+        error = next_json(ws)
+        assert (error["type"], error["id"], error["problem"]["type"]) == ("error", "bomb", "/problems/too-much-growth"), error
+        ws.send(json.dumps({"type": "fire", "id": "ok", "event": {"type": "increment", "path": "/n"}}))
+        assert next_json(ws) == {"type": "patch", "version": 1, "ops": [{"op": "add", "path": "/n", "value": 1}]}
+        assert next_json(ws) == {"type": "ack", "id": "ok", "version": 1}
+    assert_serving(server, version=1)
+
+
+def resident_kib(process) -> int:
+    with open(f"/proc/{process.pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+def test_a_long_all_or_nothing_batch_into_a_wide_object_does_not_copy_it_per_event(server):
+    # 20,000 members; each of 1,000 events edits one. Keeping every intermediate state would hold a
+    # copy of the object per event (about 0.9 GB); checking first and applying again holds one.
+    fire(server, {"type": "set", "path": "/k", "value": {f"m{i}": i for i in range(20_000)}})
+    before = resident_kib(server.process)
+    answer = post_events(server, [{"type": "set", "path": f"/k/m{i}", "value": -i} for i in range(1_000)])
+    assert answer.status == 200 and answer.json() == {"version": 1001, "applied": 1000}, answer
+    grown = resident_kib(server.process) - before
+    assert grown < 100_000, f"resident memory grew by {grown} KiB for one batch"
+    state = state_and_version(server)[0]
+    assert state["k"]["m999"] == -999 and state["k"]["m1000"] == 1000
+    assert_serving(server, version=1001)

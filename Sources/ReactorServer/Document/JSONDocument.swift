@@ -114,6 +114,7 @@ extension EventRejection {
         let kind: Kind = switch error.kind {
         case .testFailed: .conflict
         case .tooDeep: .tooDeep
+        case .copiesTooMuch: .tooMuchGrowth
         default: .invalid
         }
         if let index = error.index, operations.indices.contains(index) {

@@ -27,6 +27,16 @@ public protocol HostedState: State {
     /// The wire name of `event`'s type, for logs, metrics and token allow-lists (asked for every
     /// event applied). The default asks `eventRegistry`.
     static func eventType(of event: any Event) -> String?
+
+    /// Why the state refuses `event`, fired by a client, before it is applied to it: limits on what
+    /// one event may make the state do beyond what its bytes carry (`bodyLimit`, the most a request
+    /// body may hold). Asked when a client's event is admitted, never when a journal or a cluster's
+    /// log is applied again: what was admitted once stays admitted. Nil, the default, admits it.
+    func admissionProblem(of event: any Event, bodyLimit: Int) -> EventRejection?
+
+    /// As `admissionProblem(of:bodyLimit:)`, for the events of one request of several together,
+    /// asked before any of them is applied. Nil, the default, leaves each to be admitted on its own.
+    static func admissionProblem(ofRequestWith events: [any Event]) -> EventRejection?
 }
 
 extension HostedState {
@@ -35,6 +45,10 @@ extension HostedState {
     public static func eventType(of event: any Event) -> String? { eventRegistry.typeName(of: event) }
 
     public var lastChanges: [JSONPatchOperation]? { nil }
+
+    public func admissionProblem(of event: any Event, bodyLimit: Int) -> EventRejection? { nil }
+
+    public static func admissionProblem(ofRequestWith events: [any Event]) -> EventRejection? { nil }
 }
 
 extension HostedState where Self: Encodable {
@@ -60,6 +74,9 @@ public struct EventRejection: Error, Sendable, Equatable, CustomStringConvertibl
         case conflict
         /// The state would nest deeper than `JSON.maximumDepth`, beyond what it could be stored as.
         case tooDeep
+        /// The event would make the state grow by more than one event may (a JSON Patch copying
+        /// more than a request body may hold).
+        case tooMuchGrowth
     }
 
     public let kind: Kind

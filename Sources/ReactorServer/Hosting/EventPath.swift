@@ -131,6 +131,9 @@ final class EventPath<StateType: HostedState> {
                 undecodable.append((index, problem))
             }
         }
+        if let problem = StateType.admissionProblem(ofRequestWith: events) {
+            return answer(Problem.forEvent(problem, index: nil).response)
+        }
         let waiting = LoopBound((pipeline: pipeline, answer: answer, answeredKey: answeredKey), loop: loop)
         core.fire(events: events, mode: mode, origin: origin) { [undecodable, positions] result in
             let (pipeline, answer, answeredKey) = waiting.value

@@ -47,6 +47,7 @@ public final class StateServer<StateType: HostedState> {
             core.add(interceptor: SpecializedInterceptor(EventPermissionInterceptor<StateType>()))
             core.add(interceptor: SpecializedInterceptor(EventRateInterceptor<StateType>(defaultLimit: configuration.eventRateLimit, metrics: metrics)))
         }
+        core.add(interceptor: SpecializedInterceptor(AdmissionInterceptor<StateType>(bodyLimit: configuration.limits.maxBodyBytes)))
         // The pipeline moves the published state and tells the hub of each state it publishes;
         // the hub reads the published state when it needs it (a new subscriber's snapshot).
         let published = PublishedState(core: core, state: state, version: version, isJournaled: log != nil)

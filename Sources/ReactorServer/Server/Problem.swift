@@ -101,6 +101,9 @@ extension Problem {
         case .tooDeep:
             Problem(status: .unprocessableContent, kind: "too-deep", title: "State would nest too deep",
                     detail: rejection.reason, extensions: ["limit": .integer(Int64(JSON.maximumDepth))])
+        case .tooMuchGrowth:
+            Problem(status: .unprocessableContent, kind: "too-much-growth", title: "Event would grow the state too much",
+                    detail: rejection.reason)
         }
         problem.setIndex(index)
         return problem
