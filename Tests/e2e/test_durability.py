@@ -1663,3 +1663,81 @@ def test_reads_of_old_history_from_disk_run_a_few_at_a_time_and_the_rest_are_tol
     for _ in range(3):
         answer, page = history_page(server, since=10, limit=5)
         assert [line["version"] for line in page] == [11, 12, 13, 14, 15]
+
+
+def test_an_import_killed_before_its_snapshot_is_named_and_a_second_import_finishes_it(reactord, tmp_path):
+    """An import writes the journal first and the snapshot last; killed in between, it leaves a
+    journal without a snapshot, marked as an unfinished import. The server and `check` say so and
+    what to do, and the same import run again clears it and finishes."""
+    events = [{"version": 0, "state": {"base": 1}}] + [
+        {"version": i, "event": {"type": "set", "path": f"/k{i}", "value": i}} for i in range(1, 301)
+    ]
+    exported = tmp_path / "export.jsonl"
+    exported.write_bytes(lines_text(events))
+    # What such a kill leaves: a finished import's journal, with the marker and without the snapshot.
+    finished, killed = tmp_path / "finished", tmp_path / "killed"
+    assert reactord_tool("import", "--data-dir", str(finished), str(exported)).returncode == 0
+    shutil.copytree(finished, killed)
+    (killed / "LOCK").unlink()
+    for snapshot in (killed / "snapshots").iterdir():
+        snapshot.unlink()
+    (killed / "IMPORTING").write_bytes(b"")
+
+    check = reactord_tool("check", "--data-dir", str(killed))
+    assert check.returncode == 1 and "did not finish" in text(check) and "run the import again" in text(check), text(check)
+    served = subprocess.run([REACTORD_BIN, "--data-dir", str(killed), "--port", "0"], capture_output=True, env=clean_environment(), timeout=20)
+    assert served.returncode == 1 and "did not finish" in text(served), text(served)
+
+    again = reactord_tool("import", "--data-dir", str(killed), str(exported))
+    assert again.returncode == 0, text(again)
+    assert not (killed / "IMPORTING").exists()
+    assert reactord_tool("check", "--data-dir", str(killed)).returncode == 0
+    server = start(reactord, killed)
+    state, version = state_and_version(server)
+    assert version == 300 and state["base"] == 1 and state["k300"] == 300
+
+
+def test_an_import_into_a_directory_without_the_marker_still_refuses_what_it_holds(reactord, tmp_path):
+    """A journal without a snapshot and without the marker is not an import's: it may be all that
+    is left of someone's data, and import leaves it alone."""
+    data_dir = tmp_path / "data"
+    server = start(reactord, data_dir)
+    fire(server, {"type": "set", "path": "/precious", "value": 1})
+    stop(server)
+    for snapshot in (data_dir / "snapshots").iterdir():
+        snapshot.unlink()
+    exported = tmp_path / "export.jsonl"
+    exported.write_bytes(lines_text([{"version": 0, "state": {}}]))
+    refused = reactord_tool("import", "--data-dir", str(data_dir), str(exported))
+    assert refused.returncode == 1 and "already holds a journal" in text(refused), text(refused)
+    assert list((data_dir / "journal").iterdir()), "the journal was removed"
+
+
+def test_a_server_starts_on_a_full_disk_with_no_segment_to_continue_and_writes_once_there_is_room(reactord, small_disk):
+    """After `compact` no journal segment is left, so starting makes one: on a full disk that write
+    fails, and the server starts all the same, serving reads and answering writes 503 until there
+    is room."""
+    data_dir = small_disk / "data"
+    server = start(reactord, data_dir)
+    for i in range(3):
+        fire(server, {"type": "set", "path": f"/a{i}", "value": i})
+    stop(server)
+    assert reactord_tool("compact", "--data-dir", str(data_dir)).returncode == 0
+    assert segment_versions(data_dir) == []
+    filler = small_disk / "filler"
+    with open(filler, "wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+        except OSError:
+            pass
+    server = start(reactord, data_dir)
+    assert state_and_version(server) == ({"a0": 0, "a1": 1, "a2": 2}, 3)
+    problem = assert_problem(post_events(server, {"type": "set", "path": "/b", "value": 1}), 503, "journal-unavailable")
+    assert "No space left on device" in problem["detail"], problem
+    filler.unlink()
+    assert fire(server, {"type": "set", "path": "/b", "value": 2}) == 4
+    stop(server)
+    assert reactord_tool("check", "--data-dir", str(data_dir)).returncode == 0
+    server = start(reactord, data_dir)
+    assert state_and_version(server) == ({"a0": 0, "a1": 1, "a2": 2, "b": 2}, 4)

@@ -24,6 +24,8 @@ public struct DataDirectory: Sendable {
 
     var journalPath: String { path + "/journal" }
     var snapshotsPath: String { path + "/snapshots" }
+    /// There while an import fills the directory: what it holds then is an unfinished import's.
+    var importMarkerPath: String { path + "/IMPORTING" }
 
     func segmentPath(firstVersion: UInt64) -> String { journalPath + "/" + Self.fileName(firstVersion) + ".log" }
     func snapshotPath(version: UInt64) -> String { snapshotsPath + "/" + Self.fileName(version) + ".snapshot" }

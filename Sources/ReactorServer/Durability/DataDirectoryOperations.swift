@@ -180,6 +180,9 @@ public enum DataDirectoryOperations {
         do throws(EventLogError) {
             // The journal first and the snapshot last: a directory without a snapshot is not one
             // reactord would start on, so a write that fails halfway leaves nothing that looks whole.
+            // The marker says so to whoever finds it after a crash: another import clears what it
+            // left, and the server and `check` name it.
+            try directory.writeAtomically([], to: directory.importMarkerPath)
             let writer = try JournalWriter(directory: directory, segmentLimit: 16 << 20, lastSegment: nil, nextVersion: snapshot.version + 1)
             var start = 0
             while start < records.count {
@@ -191,10 +194,11 @@ public enum DataDirectoryOperations {
             var bytes = JournalFormat.header(.snapshot, version: snapshot.version)
             JournalFormat.append(snapshot, to: &bytes)
             try directory.writeAtomically(bytes, to: directory.snapshotPath(version: snapshot.version))
+            unlink(directory.importMarkerPath)
+            try directory.fsyncDirectory(directory.path)
         } catch {
             // Leave the directory as empty as it was.
-            for version in (try? directory.segmentVersions()) ?? [] { unlink(directory.segmentPath(firstVersion: version)) }
-            for version in (try? directory.snapshotVersions()) ?? [] { unlink(directory.snapshotPath(version: version)) }
+            clearUnfinishedImport(in: directory)
             throw error
         }
         return records.last?.version ?? snapshot.version
@@ -202,14 +206,26 @@ public enum DataDirectoryOperations {
 
     // MARK: Helpers
 
-    /// Refuses a directory that holds snapshots or journal segments; one not there yet is empty.
+    /// Refuses a directory that holds snapshots or journal segments; one not there yet is empty,
+    /// and so is one that holds only what an import that did not finish wrote (cleared here).
     private static func refuseUnlessEmpty(_ directory: DataDirectory) throws(EventLogError) {
         let exists = { FileManager.default.fileExists(atPath: $0) }
+        if exists(directory.importMarkerPath) { clearUnfinishedImport(in: directory) }
         let snapshots = exists(directory.snapshotsPath) ? try directory.snapshotVersions() : []
         let segments = exists(directory.journalPath) ? try directory.segmentVersions() : []
         guard snapshots.isEmpty && segments.isEmpty else {
             throw EventLogError(.other, "\(directory.path) already holds a journal: import needs an empty data directory")
         }
+    }
+
+    /// Removes what an import wrote, the marker last.
+    private static func clearUnfinishedImport(in directory: DataDirectory) {
+        for version in (try? directory.segmentVersions()) ?? [] { unlink(directory.segmentPath(firstVersion: version)) }
+        for version in (try? directory.snapshotVersions()) ?? [] { unlink(directory.snapshotPath(version: version)) }
+        try? directory.fsyncDirectory(directory.journalPath)
+        try? directory.fsyncDirectory(directory.snapshotsPath)
+        unlink(directory.importMarkerPath)
+        try? directory.fsyncDirectory(directory.path)
     }
 
     static func writeInitialSnapshot<StateType: HostedState>(_ state: StateType, in directory: DataDirectory) throws(EventLogError) {

@@ -72,7 +72,7 @@ public final class FileEventLog: EventLog {
         dropExpiredAnswers()
         // A segment the writer started: there was none to continue (a new directory, or a last
         // segment recovery removed for a header cut short).
-        if report.lastSegment == nil && segments.last != report.lastVersion + 1 { segments.append(report.lastVersion + 1) }
+        if report.lastSegment == nil && writer.hasSegment && segments.last != report.lastVersion + 1 { segments.append(report.lastVersion + 1) }
         // What a crash between writing a snapshot and removing what it replaced leaves behind.
         for first in report.obsoleteSegments {
             unlink(directory.segmentPath(firstVersion: first))

@@ -42,6 +42,9 @@ public struct JournalRecovery: Sendable {
         replay: (LogRecord) throws -> Void
     ) throws -> Report {
         var report = Report()
+        if FileManager.default.fileExists(atPath: directory.importMarkerPath) {
+            throw EventLogError(.damaged, "an import into \(directory.path) did not finish (\(directory.importMarkerPath) is there): run the import again, which clears what the unfinished one wrote")
+        }
         guard let snapshotVersion = try directory.snapshotVersions().last else {
             throw EventLogError(.damaged, "\(directory.snapshotsPath) holds no snapshot: this is not a complete reactord data directory")
         }

@@ -46,9 +46,17 @@ final class JournalWriter: @unchecked Sendable {
             size = lastSegment.size
             fileSize = try directory.fileSize(fd, file: segmentFile)
         } else {
-            try startSegment(at: nextVersion)
+            do {
+                try startSegment(at: nextVersion)
+            } catch where error.kind == .io(code: ENOSPC) || error.kind == .io(code: EDQUOT) {
+                // A full disk: the server starts, serves reads, and answers writes 503 until the
+                // first append that finds room starts the segment.
+            }
         }
     }
+
+    /// Whether a segment is open; not yet when a full disk kept the first from being made.
+    var hasSegment: Bool { fd >= 0 }
 
     deinit {
         if fd >= 0 { Foundation.close(fd) }
@@ -63,7 +71,10 @@ final class JournalWriter: @unchecked Sendable {
         do throws(EventLogError) { for record in records { try JournalFormat.checkWritable(record) } } catch { return .failure(error) }
         let batchBytes = records.reduce(0) { $0 + JournalFormat.encodedSize($1) }
         do throws(EventLogError) {
-            if size > JournalFormat.headerSize && size + batchBytes > segmentLimit {
+            if fd < 0 {
+                try startSegment(at: first.version)
+                unreported.append(first.version)
+            } else if size > JournalFormat.headerSize && size + batchBytes > segmentLimit {
                 try startSegment(at: first.version)
                 unreported.append(first.version)
             }
@@ -91,6 +102,8 @@ final class JournalWriter: @unchecked Sendable {
             defer { unreported = [] }
             return .success(unreported)
         } catch {
+            // No segment yet (the disk is still full): nothing was written.
+            if fd < 0 { return .failure(error) }
             // Records that could not be cut off may be read back at the next start: their outcome
             // is not known, and their clients must not be told they were not applied.
             if let cutError = cutBack() {
