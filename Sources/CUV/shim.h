@@ -27,15 +27,16 @@ static inline void cuv_ssl_ctx_set_server_options(SSL_CTX *context) {
     SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 }
 
-/* ALPN: agree on http/1.1 when the client offers it; otherwise agree on nothing (RFC 7301 lets
-   the connection go on without a protocol). */
+/* ALPN: agree on http/1.1 when the client offers it; a client that offers only other protocols
+   gets the fatal no_application_protocol alert RFC 7301 §3.2 asks for (one that offers none is
+   not asked). */
 static inline int cuv_alpn_select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                                   const unsigned char *in, unsigned int inlen, void *arg) {
     (void)ssl; (void)arg;
     static const unsigned char offered[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
     if (SSL_select_next_proto((unsigned char **)out, outlen, offered, sizeof offered, in, inlen) == OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_OK;
-    return SSL_TLSEXT_ERR_NOACK;
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 static inline void cuv_ssl_ctx_offer_http11(SSL_CTX *context) {
     SSL_CTX_set_alpn_select_cb(context, cuv_alpn_select_http11, NULL);

@@ -237,3 +237,17 @@ def test_an_unacceptable_offer_is_declined_not_refused(server):
         assert ws.response.header("Sec-WebSocket-Extensions") is None
         first, _, snapshot = next_message(ws)
         assert not first & 0x40 and snapshot["type"] == "snapshot"
+
+
+@pytest.mark.parametrize("bits", [15, 12])
+def test_an_offer_naming_server_max_window_bits_gets_it_back(server, bits):
+    """RFC 7692 §7.1.2.1: an answer to an offer with server_max_window_bits names it too, even at 15,
+    or a client that asked for it must fail the connection (as `websockets` does)."""
+    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+    from websockets.sync.client import connect
+    factory = ClientPerMessageDeflateFactory(server_max_window_bits=bits)
+    with connect(f"ws://127.0.0.1:{server.port}/subscribe", subprotocols=["reactor.v1"], extensions=[factory], open_timeout=5) as ws:
+        assert f"server_max_window_bits={bits}" in ws.response.headers["Sec-WebSocket-Extensions"]
+        assert json.loads(ws.recv(timeout=5))["type"] == "snapshot"
+        post_events(server, {"type": "set", "path": "/a", "value": "y" * 500})
+        assert json.loads(ws.recv(timeout=5))["ops"] == [{"op": "add", "path": "/a", "value": "y" * 500}]

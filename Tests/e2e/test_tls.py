@@ -245,3 +245,116 @@ def test_sighup_without_tls_changes_nothing_and_stops_nothing(server):
     server.wait_for_log(r"nothing to reload")
     with urllib.request.urlopen(f"http://{HOST}:{server.port}/livez", timeout=5) as response:
         assert response.status == 200
+
+
+def memory_tls(port: int, version: ssl.TLSVersion | None = None, receive_buffer: int | None = None):
+    """A TLS client over memory BIOs, so that what it writes leaves in one send: (socket, ssl object,
+    incoming BIO, outgoing BIO), with the handshake done."""
+    context = ssl._create_unverified_context()
+    if version:
+        context.minimum_version = context.maximum_version = version
+    sock = socket.socket()
+    sock.settimeout(10)
+    if receive_buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.connect((HOST, port))
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    while True:
+        try:
+            tls.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            if outgoing.pending:
+                sock.sendall(outgoing.read())
+            incoming.write(sock.recv(65536))
+    if outgoing.pending:
+        sock.sendall(outgoing.read())
+    return sock, tls, incoming, outgoing
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2])
+def test_a_request_sent_with_close_notify_is_answered_then_the_server_says_goodbye(reactord, pair, version):
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key)
+    sock, tls, incoming, outgoing = memory_tls(server.port, version)
+    body = b'{"type":"increment","path":"/n"}'
+    tls.write(b"POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.unwrap()  # close_notify, in the same send as the request
+    sock.sendall(outgoing.read())
+    plaintext, goodbye = b"", False
+    with sock:
+        while not goodbye:
+            data = sock.recv(65536)
+            assert data, f"the server closed without close_notify, after {plaintext!r}"
+            incoming.write(data)
+            try:
+                while chunk := tls.read(65536):
+                    plaintext += chunk
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLZeroReturnError:
+                goodbye = True
+    assert plaintext.startswith(b"HTTP/1.1 200 OK\r\n") and plaintext.endswith(b'{"version":1}'), plaintext
+    assert https(server.port, cert) == (200, {"n": 1})
+
+
+def test_pipelined_requests_over_tls_are_answered_in_order_while_answers_back_up(reactord, pair):
+    """One send of many TLS records: the server stops reading while answers wait unread, part way
+    through the records of one read, and must take up the rest in order once they drain."""
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key, "--max-unsent-bytes", "65536")
+    https(server.port, cert, "POST", "/events", [{"type": "set", "path": "/m", "value": list(range(120))},
+                                                  {"type": "set", "path": "/big", "value": "x" * 1_000_000}])
+    sock, tls, incoming, outgoing = memory_tls(server.port, receive_buffer=8192)
+    pad = "p" * 150
+    requests = []  # about 26 KB: two TLS records at least
+    for i in range(120):
+        if i % 10 == 0:
+            requests.append(f"GET /state?path=/big HTTP/1.1\r\nHost: x\r\nX-Pad: {pad}\r\n\r\n")
+        requests.append(f"GET /state?path=/m/{i} HTTP/1.1\r\nHost: x\r\nX-Pad: {pad}\r\n\r\n")
+    tls.write("".join(requests).encode())
+    sock.sendall(outgoing.read())
+    time.sleep(1)  # nothing read meanwhile: the answers back up
+    buffer, answers = bytearray(), []
+
+    def fill():
+        try:
+            while chunk := tls.read(1 << 20):
+                buffer.extend(chunk)
+                return
+        except ssl.SSLWantReadError:
+            pass
+        data = sock.recv(1 << 20)
+        assert data, f"the connection ended after {len(answers)} answers"
+        incoming.write(data)
+
+    with sock:
+        while len(answers) < len(requests):
+            while b"\r\n\r\n" not in buffer:
+                fill()
+            head, _, _ = bytes(buffer).partition(b"\r\n\r\n")
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+            while len(buffer) < len(head) + 4 + length:
+                fill()
+            body = bytes(buffer[len(head) + 4:len(head) + 4 + length])
+            del buffer[:len(head) + 4 + length]
+            assert head.startswith(b"HTTP/1.1 200 "), (len(answers), head, body[:200])
+            answers.append(body)
+    small = [body for body in answers if len(body) < 100]
+    assert small == [str(i).encode() for i in range(120)]
+
+
+def test_a_client_offering_only_other_protocols_gets_the_no_application_protocol_alert(reactord, pair):
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key)
+    context = ssl._create_unverified_context()
+    context.set_alpn_protocols(["h2"])
+    with socket.create_connection((HOST, server.port), timeout=5) as sock:
+        with pytest.raises(ssl.SSLError, match="(?i)no application protocol"):
+            context.wrap_socket(sock, server_hostname="localhost")
+    # Offering http/1.1 among others still agrees on it.
+    context.set_alpn_protocols(["h2", "http/1.1"])
+    with socket.create_connection((HOST, server.port), timeout=5) as sock, context.wrap_socket(sock, server_hostname="localhost") as tls:
+        assert tls.selected_alpn_protocol() == "http/1.1"

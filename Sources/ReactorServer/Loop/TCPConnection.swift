@@ -60,6 +60,12 @@ public final class TCPConnection {
         var tls: TLSSession?
         /// What a TLS connection answers, in plaintext, to a first byte that cannot start TLS.
         var plainHTTPAnswer: [UInt8] = []
+        /// Plaintext decrypted while reading was stopped: one socket read can carry several TLS
+        /// records, and the rest of them wait here until reading starts again (at most a read's worth).
+        var heldPlaintext: [UInt8] = []
+        /// The peer's close_notify came behind `heldPlaintext`: its end is told after them.
+        var peerEndedAfterHeld = false
+        var heldDelivery: LoopTimer?
     }
     /// @exclusivity(unchecked): read and written on the loop thread only, and no callback runs while
     /// one of its fields is being modified; a dynamic check on each access would cost more than the
@@ -106,6 +112,13 @@ public final class TCPConnection {
     public func startReading() {
         guard !state.isReading, !state.isClosed else { return }
         state.isReading = true
+        if !state.heldPlaintext.isEmpty || state.peerEndedAfterHeld {
+            // In a turn of their own: the caller may be in the middle of handling what came before.
+            let timer = state.heldDelivery ?? LoopTimer(loop: loop) { [unowned self] in deliverHeld() }
+            state.heldDelivery = timer
+            timer.start(after: 0)
+            if state.peerEndedAfterHeld { return }
+        }
         uv_read_start(handle.stream, { handle, _, buffer in
             let readBuffer = TCPConnection.borrowing(handle!.pointee.data) { $0.loop.readBuffer }
             buffer!.pointee = uv_buf_init(readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(readBuffer.count))
@@ -162,7 +175,13 @@ public final class TCPConnection {
             }
         }
         let outcome = tls.receive(ciphertext, scratch: loop.tlsPlaintextBuffer) { plaintext in
-            if !state.isClosed { deliver(plaintext) }
+            guard !state.isClosed else { return }
+            if state.isReading && state.heldPlaintext.isEmpty {
+                deliver(plaintext)
+            } else {
+                // The receiver stopped reading part way through this read's records.
+                state.heldPlaintext.append(contentsOf: plaintext)
+            }
         }
         sendTLSOutput()
         switch outcome {
@@ -170,10 +189,26 @@ public final class TCPConnection {
             break
         case .closed:
             stopReading()
-            delegate?.connectionDidEnd(self)
+            if state.heldPlaintext.isEmpty { delegate?.connectionDidEnd(self) } else { state.peerEndedAfterHeld = true }
         case .failed:
             close()
         }
+    }
+
+    /// What was decrypted while reading was stopped, now that it has started again, and then the
+    /// peer's end if it came behind it.
+    private func deliverHeld() {
+        guard state.isReading, !state.isClosed, !state.isLingering else { return }
+        if !state.heldPlaintext.isEmpty {
+            let held = state.heldPlaintext
+            state.heldPlaintext = []
+            held.withUnsafeBytes { deliver($0) }
+        }
+        // Unless the receiver stopped again (it keeps what it did not take of `held` itself).
+        guard state.peerEndedAfterHeld, state.isReading, !state.isClosed else { return }
+        state.peerEndedAfterHeld = false
+        stopReading()
+        delegate?.connectionDidEnd(self)
     }
 
     /// Hands the ciphertext the TLS session made (handshake messages, records, close_notify) to the socket.
@@ -258,7 +293,13 @@ public final class TCPConnection {
     /// Safe to call more than once.
     public func close() {
         guard !state.isClosed, sendBatchedBytes() else { return }
+        if let tls = state.tls, tls.outcome == .closed {
+            // The peer said goodbye (close_notify) and has had its answers: ours goes after them.
+            tls.shutdown()
+            sendTLSOutput()
+        }
         state.isClosed = true
+        state.heldDelivery = nil
         if let lingerTimer = state.lingerTimer {
             lingerTimer.close()
             state.lingerTimer = nil

@@ -8,7 +8,8 @@ final class TLSSession {
     enum Outcome: Equatable {
         /// All the ciphertext was taken; more may be needed.
         case open
-        /// The peer sent close_notify: nothing more will come.
+        /// The peer sent close_notify: nothing more will come from it. It still reads what it is
+        /// sent until this side's close_notify (RFC 8446 §6.1).
         case closed
         /// The handshake or a record failed (a protocol error, a bad certificate, not TLS at all).
         case failed(String)
@@ -79,7 +80,7 @@ final class TLSSession {
     /// Encrypts `plaintext` into the output. False when the handshake has not finished (nothing
     /// can be sent yet) or the session failed; the bytes are dropped then.
     func send(_ plaintext: UnsafeRawBufferPointer) -> Bool {
-        guard isEstablished, outcome == .open else { return false }
+        guard isEstablished, outcome == .open || outcome == .closed else { return false }
         var offset = 0
         while offset < plaintext.count {
             let count = SSL_write(ssl, plaintext.baseAddress! + offset, Int32(min(plaintext.count - offset, 1 << 30)))
@@ -94,7 +95,7 @@ final class TLSSession {
 
     /// Queues close_notify, the TLS goodbye, when the session is up.
     func shutdown() {
-        guard isEstablished, outcome == .open else { return }
+        guard isEstablished, outcome == .open || outcome == .closed else { return }
         _ = SSL_shutdown(ssl)
         ERR_clear_error()
     }

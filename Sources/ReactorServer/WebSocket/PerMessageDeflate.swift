@@ -8,10 +8,13 @@ public struct PerMessageDeflate: Hashable, Sendable {
     public let serverMaxWindowBits: Int
     /// The client asked that each of the server's messages be compressed on its own.
     public let serverNoContextTakeover: Bool
+    /// The offer named `server_max_window_bits`, which the answer must then name too, even at 15.
+    public let serverMaxWindowBitsOffered: Bool
 
-    public init(serverMaxWindowBits: Int = 15, serverNoContextTakeover: Bool = false) {
+    public init(serverMaxWindowBits: Int = 15, serverNoContextTakeover: Bool = false, serverMaxWindowBitsOffered: Bool = false) {
         self.serverMaxWindowBits = serverMaxWindowBits
         self.serverNoContextTakeover = serverNoContextTakeover
+        self.serverMaxWindowBitsOffered = serverMaxWindowBitsOffered || serverMaxWindowBits < 15
     }
 
     /// The `Sec-WebSocket-Extensions` value of the 101 response.
@@ -19,7 +22,7 @@ public struct PerMessageDeflate: Hashable, Sendable {
         var value = "permessage-deflate"
         if serverNoContextTakeover { value += "; server_no_context_takeover" }
         value += "; client_no_context_takeover"
-        if serverMaxWindowBits < 15 { value += "; server_max_window_bits=\(serverMaxWindowBits)" }
+        if serverMaxWindowBitsOffered { value += "; server_max_window_bits=\(serverMaxWindowBits)" }
         return value
     }
 
@@ -38,7 +41,7 @@ public struct PerMessageDeflate: Hashable, Sendable {
 
     private static func accept(parameters: ArraySlice<Substring>) -> PerMessageDeflate? {
         var seen = Set<Substring>()
-        var serverMaxWindowBits = 15
+        var serverMaxWindowBits: Int?
         var serverNoContextTakeover = false
         for parameter in parameters {
             let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -61,7 +64,8 @@ public struct PerMessageDeflate: Hashable, Sendable {
                 return nil
             }
         }
-        return PerMessageDeflate(serverMaxWindowBits: serverMaxWindowBits, serverNoContextTakeover: serverNoContextTakeover)
+        return PerMessageDeflate(serverMaxWindowBits: serverMaxWindowBits ?? 15, serverNoContextTakeover: serverNoContextTakeover,
+                                 serverMaxWindowBitsOffered: serverMaxWindowBits != nil)
     }
 
     /// 8 to 15, in decimal without leading zeros (§7.1.2.1).

@@ -31,6 +31,14 @@ final class PerMessageDeflateTests: XCTestCase, WebSocketTesting {
         XCTAssertEqual(PerMessageDeflate.negotiate(offers: #"permessage-deflate; server_max_window_bits="9""#)?.serverMaxWindowBits, 9)
     }
 
+    func testEchoesServerMaxWindowBitsEvenAtFifteen() {
+        // §7.1.2.1: an offer that names it is answered with it, whatever its value.
+        XCTAssertEqual(PerMessageDeflate.negotiate(offers: "permessage-deflate; server_max_window_bits=15")?.responseHeaderValue,
+                       "permessage-deflate; client_no_context_takeover; server_max_window_bits=15")
+        XCTAssertEqual(PerMessageDeflate.negotiate(offers: "permessage-deflate")?.responseHeaderValue,
+                       "permessage-deflate; client_no_context_takeover")
+    }
+
     func testDeclinesMalformedOffersAndTakesTheNextOne() {
         for offer in ["permessage-deflate; server_max_window_bits", "permessage-deflate; server_max_window_bits=7",
                       "permessage-deflate; server_max_window_bits=16", "permessage-deflate; server_max_window_bits=010",
