@@ -133,12 +133,28 @@ final class TLSSessionTests: XCTestCase {
         XCTAssertFalse(server.hasOutput)
     }
 
-    func testAClientThatOffersOnlyAnotherProtocolStillConnectsWithout() throws {
+    func testAClientThatOffersOnlyAnotherProtocolGetsTheFatalAlert() throws {
+        // RFC 7301 §3.2: no_application_protocol, rather than a connection that speaks neither.
         let client = Client(alpn: Array("\u{2}h2".utf8))
         let server = try makeServer()
         handshake(client, server)
-        XCTAssertTrue(server.isEstablished)
-        XCTAssertNil(server.negotiatedProtocol)
+        XCTAssertFalse(server.isEstablished)
+        XCTAssertFalse(client.isConnected)
+        guard case .failed = server.outcome else { return XCTFail("the handshake went on: \(server.outcome)") }
+    }
+
+    func testAfterThePeersCloseNotifyTheServerStillSendsThenSaysGoodbye() throws {
+        let client = Client()
+        let server = try makeServer()
+        handshake(client, server)
+        _ = SSL_shutdown(client.ssl)
+        XCTAssertEqual(carry(client.output(), to: server).outcome, .closed)
+        // TLS 1.3 closes one direction at a time (RFC 8446 §6.1): the answer still goes out.
+        XCTAssertTrue(Array("answer".utf8).withUnsafeBytes { server.send($0) })
+        server.shutdown()
+        client.input(output(of: server))
+        XCTAssertEqual(client.read(), Array("answer".utf8))
+        XCTAssertEqual(SSL_get_shutdown(client.ssl) & Int32(SSL_RECEIVED_SHUTDOWN), Int32(SSL_RECEIVED_SHUTDOWN), "no close_notify came back")
     }
 
     func testCloseNotifyEndsTheSessionAndBytesThatAreNotTLSFailIt() throws {
