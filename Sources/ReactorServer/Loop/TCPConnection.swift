@@ -299,7 +299,8 @@ public final class TCPConnection {
             sendTLSOutput()
         }
         state.isClosed = true
-        state.heldDelivery = nil
+        // Stopped, not released: this may run inside its callback; it goes with the connection.
+        state.heldDelivery?.stop()
         if let lingerTimer = state.lingerTimer {
             lingerTimer.close()
             state.lingerTimer = nil
