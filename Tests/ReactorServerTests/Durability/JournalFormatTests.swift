@@ -13,6 +13,26 @@ final class JournalFormatTests: XCTestCase {
         XCTAssertEqual(CRC32C.checksum(Array(0..<32)), 0x46DD_794E)
     }
 
+    func testCRC32CByTheTablesMatchesTheCPUsInstruction() {
+        // The check values above hold for whichever `checksum` uses; here the two agree everywhere.
+        XCTAssertEqual(CRC32C.softwareChecksum(UnsafeRawBufferPointer(start: nil, count: 0)), 0)
+        let check = Array("123456789".utf8)
+        check.withUnsafeBytes { XCTAssertEqual(CRC32C.softwareChecksum($0), 0xE306_9283) }
+        var random = SeededRandom(seed: 11)
+        for length in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 300, 4_099] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let seed = UInt32.random(in: 0...UInt32.max, using: &random)
+            bytes.withUnsafeBytes { raw in
+                XCTAssertEqual(CRC32C.checksum(raw, continuing: seed), CRC32C.softwareChecksum(raw, continuing: seed), "\(length) bytes")
+                // Unaligned starts too.
+                if length > 3 {
+                    let tail = UnsafeRawBufferPointer(rebasing: raw[3...])
+                    XCTAssertEqual(CRC32C.checksum(tail), CRC32C.softwareChecksum(tail), "\(length - 3) bytes from an odd address")
+                }
+            }
+        }
+    }
+
     func testCRC32CContinuesAcrossSplitsOfEveryLength() {
         var random = SeededRandom(seed: 7)
         let bytes = (0..<301).map { _ in UInt8.random(in: 0...255, using: &random) }
