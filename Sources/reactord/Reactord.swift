@@ -41,7 +41,7 @@ struct Serve: ParsableCommand {
     @Option(help: "A JSON file holding the initial state (default {}).")
     var initialState: String?
 
-    @Flag(help: "Allow serving a non-loopback address without tokens.")
+    @Flag(help: "Without tokens: allow serving a non-loopback address, and answer requests for any Host name (otherwise only loopback names).")
     var insecure = false
 
     @Option(name: .customLong("cors-origin"), help: "An origin allowed to call the API from a browser, or *. Repeatable.")
@@ -68,7 +68,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds an Idempotency-Key's answer is remembered for retries (default 300).")
     var idempotencyWindow: Double?
 
-    @Option(help: "Most Idempotency-Key answers remembered at once, the oldest forgotten first (default 10000).")
+    @Option(help: "Most Idempotency-Key answers remembered at once for each token, the oldest forgotten first (default 10000).")
     var idempotencyKeys: Int?
 
     @Option(help: "Bytes a subscriber may leave unsent before the slow-consumer policy applies (default 1048576).")
@@ -83,7 +83,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Largest WebSocket message a client may send, in bytes (default 1048576).")
     var maxMessageBytes: Int?
 
-    @Option(name: .customLong("websocket-origin"), help: "An Origin allowed to open a WebSocket (repeatable; default: any).")
+    @Option(name: .customLong("websocket-origin"), help: "An Origin allowed to open a WebSocket (repeatable; default: any with tokens, the server's own and --cors-origin without).")
     var webSocketOrigins: [String] = []
 
     @Flag(name: .customLong("no-websocket-compression"), help: "Never agree to permessage-deflate, even when a WebSocket client offers it.")
@@ -241,6 +241,9 @@ struct Serve: ParsableCommand {
         // them, but formatted by the server and written once per turn of its loop.
         var configuration = configuration
         configuration.routineLogLines = .standardError
+        if let config, Settings.holdsTokensReadableByOthers(config) {
+            logger.warning("the config file holds token secrets and other users may read it: chmod 600 it, or give the tokens through REACTORD_TOKENS", metadata: ["file": "\(config)"])
+        }
         if !unknownKeys.isEmpty {
             logger.warning("unknown keys in the config file are ignored", metadata: ["keys": "\(unknownKeys.joined(separator: ", "))"])
         }

@@ -104,6 +104,7 @@ struct Settings {
         if configuration.tokens.isEmpty && !Self.isLoopback(configuration.host) && insecure != true {
             throw ConfigurationError("refusing to serve \(configuration.host) without tokens: anyone who can reach it could read and change the state. Configure tokens (--token), or pass --insecure if that is what you want")
         }
+        configuration.loopbackHostsOnly = configuration.tokens.isEmpty && insecure != true
         configuration.corsOrigins = corsOrigins ?? []
         if let maxConnections {
             guard maxConnections > 0 else { throw ConfigurationError("max-connections must be positive") }
@@ -227,6 +228,10 @@ struct Settings {
         // A cluster's keys live in database 0: Redis Cluster has no other, and one cluster key
         // already keeps clusters apart.
         let database = location.dropFirst(address.count)
+        if database.contains("@") {
+            // A '/' in the password: what follows it would be taken for the path, and named here.
+            throw ConfigurationError("redis: \(Self.withoutPassword(redis)) is not a URL redis://[USER:PASSWORD@]HOST:PORT; a password holding '/' (or another reserved character) must be percent-encoded (%2F)")
+        }
         guard database.isEmpty || database == "/" || database == "/0" else {
             throw ConfigurationError("redis: reactord keeps a cluster in database 0; drop \"\(database)\" from \(Self.withoutPassword(redis)) (--redis-key keeps clusters apart)")
         }
@@ -378,6 +383,14 @@ extension Settings {
     ]
 
     /// A JSON config file (docs/configuration.md). Returns the settings and the keys it did not know.
+    /// Whether the config file at `path` names tokens and its mode lets users other than its owner
+    /// read it.
+    static func holdsTokensReadableByOthers(_ path: String) -> Bool {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & 0o044 != 0, let settings = try? file(path).0 else { return false }
+        return settings.tokens?.isEmpty == false
+    }
+
     static func file(_ path: String) throws(ConfigurationError) -> (Settings, unknownKeys: [String]) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError("cannot read the config file \(path)")
@@ -452,10 +465,21 @@ extension Settings {
         return (settings, unknown)
     }
 
+    /// The members a token entry may have: a misspelt one would otherwise be a restriction
+    /// silently not applied.
+    private static let tokenMembers: Set<String> = ["name", "secret", "scopes", "eventTypes", "eventsPerSecond", "burst"]
+
     private static func token(from entry: JSON, path: String) throws(ConfigurationError) -> AccessToken {
         guard let name = entry["name"]?.stringValue, let secret = entry["secret"]?.stringValue,
-              let scopeNames = entry["scopes"]?.arrayValue?.compactMap(\.stringValue), !name.isEmpty, !secret.isEmpty else {
+              let scopeValues = entry["scopes"]?.arrayValue, !name.isEmpty, !secret.isEmpty else {
             throw ConfigurationError("config file \(path): each token needs a \"name\", a \"secret\" and \"scopes\" (an array of read, fire, admin)")
+        }
+        if case .object(let members) = entry, let unknown = members.keys.first(where: { !tokenMembers.contains($0) }) {
+            throw ConfigurationError("config file \(path): token \(name): unknown member \"\(unknown)\"; a token has \(tokenMembers.sorted().joined(separator: ", "))")
+        }
+        let scopeNames = scopeValues.compactMap(\.stringValue)
+        guard scopeNames.count == scopeValues.count else {
+            throw ConfigurationError("config file \(path): token \(name): \"scopes\" must be an array of strings")
         }
         var scopes = Set<Scope>()
         for scopeName in scopeNames {
@@ -465,15 +489,25 @@ extension Settings {
             scopes.insert(scope)
         }
         guard !scopes.isEmpty else { throw ConfigurationError("config file \(path): token \(name) has no scope") }
-        let types = entry["eventTypes"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
+        var types: Set<String>?
+        if let listed = entry["eventTypes"] {
+            guard let values = listed.arrayValue, case let names = values.compactMap(\.stringValue), names.count == values.count else {
+                throw ConfigurationError("config file \(path): token \(name): \"eventTypes\" must be an array of event type names")
+            }
+            types = Set(names)
+        }
         var rateLimit: RateLimit?
         if let rate = entry["eventsPerSecond"] {
             guard let perSecond = rate.doubleValue, perSecond > 0 else {
                 throw ConfigurationError("config file \(path): token \(name): \"eventsPerSecond\" must be a positive number")
             }
             let burst = entry["burst"]?.doubleValue
-            if let burst, burst < 1 { throw ConfigurationError("config file \(path): token \(name): \"burst\" must be at least 1") }
+            if entry["burst"] != nil && burst == nil || burst.map({ $0 < 1 }) == true {
+                throw ConfigurationError("config file \(path): token \(name): \"burst\" must be a number, at least 1")
+            }
             rateLimit = RateLimit(perSecond: perSecond, burst: burst)
+        } else if entry["burst"] != nil {
+            throw ConfigurationError("config file \(path): token \(name): \"burst\" needs \"eventsPerSecond\"")
         }
         return AccessToken(name: name, secret: secret, scopes: scopes, allowedEventTypes: types, rateLimit: rateLimit)
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 
@@ -121,7 +122,7 @@ def test_flag_limit_overrides_the_file(reactord, tmp_path):
 def test_max_connections_from_the_environment(reactord):
     server = reactord(env={"REACTORD_MAX_CONNECTIONS": "1"})
     with raw(server) as first:
-        first.send(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        first.send(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
         assert first.read_response().status == 200
         with raw(server) as second:
             assert_problem(second.read_response(), 503, "too-many-connections")
@@ -347,7 +348,7 @@ def test_max_connections_precedence(reactord, tmp_path, layers, expected):
         while len(held) <= 4:
             conn = raw(server)
             held.append(conn)
-            conn.send(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+            conn.send(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
             answer = conn.read_response()
             if answer.status == 503:
                 assert_problem(answer, 503, "too-many-connections")
@@ -381,3 +382,45 @@ def test_data_dir_and_snapshot_events_precedence(reactord, tmp_path, layers, exp
     assert used == [directory], used
     snapshots = sorted(path.name for path in (tmp_path / directory / "snapshots").glob("*.snapshot"))
     assert snapshots[-1] == f"{newest:020d}.snapshot", snapshots
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"eventTypes": "increment"}, '"eventTypes" must be an array'),
+    ({"eventTypes": ["increment", 3]}, '"eventTypes" must be an array'),
+    ({"eventtypes": ["increment"]}, 'unknown member "eventtypes"'),
+    ({"eventsPerSec": 1}, 'unknown member "eventsPerSec"'),
+    ({"eventsPerSecond": 1, "burst": "3"}, '"burst" must be a number'),
+    ({"burst": 3}, '"burst" needs "eventsPerSecond"'),
+    ({"scopes": ["fire", 1]}, '"scopes" must be an array of strings'),
+])
+def test_a_token_entry_that_would_lose_a_restriction_is_refused(tmp_path, entry, message):
+    """A misspelt or mistyped restriction must not leave the token unrestricted."""
+    token = {"name": "bot", "secret": "b0t-secret", "scopes": ["fire"], **entry}
+    path = write_config(tmp_path, {"tokens": [token]})
+    done = subprocess.run([REACTORD_BIN, "config", "check", path], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 1 and message in done.stderr, (done.returncode, done.stderr)
+    served = run_reactord("--port", "0", "--config", path)
+    assert served.returncode == 64 and message in served.stderr, (served.returncode, served.stderr[-500:])
+
+
+def test_a_redis_password_holding_a_slash_is_never_printed(tmp_path):
+    secret = "Tr0ub4dor/CorrectHorseBattery"
+    for args in (["config", "check", write_config(tmp_path, {"redis": f"redis://:{secret}@127.0.0.1:6379"})],
+                 ["--port", "0", "--redis", f"redis://:{secret}@127.0.0.1:6379"]):
+        done = subprocess.run([REACTORD_BIN, *args], capture_output=True, text=True, timeout=10)
+        assert done.returncode != 0, done
+        output = done.stdout + done.stderr
+        assert "percent-encoded" in output, output
+        assert "Tr0ub4dor" not in output and "CorrectHorseBattery" not in output, output
+
+
+def test_a_config_file_with_secrets_that_others_may_read_is_warned_of(reactord, tmp_path):
+    path = write_config(tmp_path, {"tokens": [{"name": "ops", "secret": "0ps-s3cret", "scopes": ["read"]}]})
+    os.chmod(path, 0o644)
+    server = reactord("--config", path)
+    server.wait_for_log(r"holds token secrets and other users may read it")
+    assert "0ps-s3cret" not in server.log()
+    private = write_config(tmp_path, {"tokens": [{"name": "ops", "secret": "0ps-s3cret", "scopes": ["read"]}]}, name="private.json")
+    os.chmod(private, 0o600)
+    quiet = reactord("--config", private)
+    assert "other users may read it" not in quiet.log()

@@ -166,7 +166,7 @@ def test_limit_errors_are_logged_like_other_requests(reactord):
     # it, or operators never see clients hitting the limit.
     server = reactord("--max-body-bytes", "100")
     with raw(server) as conn:
-        conn.send("POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n")
+        conn.send("POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n")
         assert conn.read_response().status == 413
     request(server, "GET", "/livez")  # a request after it, so the log is surely written up to here
     server.wait_for_log(r"path=/livez")

@@ -1741,3 +1741,15 @@ def test_a_server_starts_on_a_full_disk_with_no_segment_to_continue_and_writes_o
     assert reactord_tool("check", "--data-dir", str(data_dir)).returncode == 0
     server = start(reactord, data_dir)
     assert state_and_version(server) == ({"a0": 0, "a1": 1, "a2": 2, "b": 2}, 4)
+
+
+def test_the_data_directory_is_its_owners_alone(reactord, tmp_path):
+    """The state and the journal are the server's, as a database's files are: other users of the
+    machine read none of them."""
+    data_dir = tmp_path / "data"
+    server = start(reactord, data_dir, "--snapshot-events", "2")
+    fire(server, [{"type": "set", "path": "/secret", "value": "s3cret"}] * 3)
+    stop(server)
+    for path in [data_dir, *data_dir.rglob("*")]:
+        mode = path.stat().st_mode & 0o777
+        assert mode & 0o077 == 0, f"{path} is {oct(mode)}"

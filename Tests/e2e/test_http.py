@@ -245,14 +245,14 @@ def test_half_closed_client_still_gets_its_answers(server):
 @pytest.mark.parametrize(
     "data",
     [
-        "GET /state HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n",
-        "GET /state HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n",
-        "GET /state HTTP/1.1 extra\r\nHost: x\r\n\r\n",
-        "GET  HTTP/1.1\r\nHost: x\r\n\r\n",
-        "POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-        "POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
-        "POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
-        "POST /events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+        "GET /state HTTP/1.1\r\nHost: localhost\r\nBad Header: x\r\n\r\n",
+        "GET /state HTTP/1.1\r\nHost: localhost\r\nNoColon\r\n\r\n",
+        "GET /state HTTP/1.1 extra\r\nHost: localhost\r\n\r\n",
+        "GET  HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+        "POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n",
+        "POST /events HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
     ],
     ids=["space-in-name", "no-colon", "junk-after-version", "no-target", "length-and-chunked", "two-lengths", "bad-length", "bad-chunk-size"],
 )
@@ -267,7 +267,7 @@ def test_malformed_http_is_400_then_close(server, data):
 
 def test_malformed_request_after_a_good_one(server):
     with raw(server) as conn:
-        conn.send(http_request("GET", "/livez") + b"GET /state HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n")
+        conn.send(http_request("GET", "/livez") + b"GET /state HTTP/1.1\r\nHost: localhost\r\nBad Header: 1\r\n\r\n")
         assert conn.read_response().status == 200
         answer = conn.read_response()
         assert_problem(answer, 400, "malformed-request")
@@ -278,14 +278,14 @@ def test_malformed_request_after_a_good_one(server):
 @pytest.mark.parametrize("version", ["HTTP/2.0", "HTTP/1.2", "HTTP/3.0"])
 def test_unsupported_http_version_is_505(server, version):
     with raw(server) as conn:
-        conn.send(f"GET /state {version}\r\nHost: x\r\n\r\n")
+        conn.send(f"GET /state {version}\r\nHost: localhost\r\n\r\n")
         assert_problem(conn.read_response(), 505, "http-version-not-supported")
         assert conn.is_closed()
 
 
 def test_unknown_method_is_501(server):
     with raw(server) as conn:
-        conn.send("BREW /state HTTP/1.1\r\nHost: x\r\n\r\n")
+        conn.send("BREW /state HTTP/1.1\r\nHost: localhost\r\n\r\n")
         assert_problem(conn.read_response(), 501, "not-implemented")
         assert conn.is_closed()
 
@@ -318,7 +318,7 @@ def test_body_limit_by_content_length_before_the_body(reactord):
     server = reactord("--max-body-bytes", "100")
     with raw(server) as conn:
         # Only the head is sent: the server must answer without waiting for the 101 bytes.
-        conn.send("POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 101\r\n\r\n")
+        conn.send("POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 101\r\n\r\n")
         problem = assert_problem(conn.read_response(), 413, "body-too-large")
         assert problem["limit"] == 100
         assert conn.is_closed()
@@ -336,7 +336,7 @@ def test_body_limit_is_inclusive(reactord):
 def test_body_limit_while_reading_chunked(reactord):
     server = reactord("--max-body-bytes", "100")
     with raw(server) as conn:
-        conn.send("POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        conn.send("POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
         conn.send("3c\r\n" + "[" + " " * 59 + "\r\n")  # 60 bytes: fine so far
         conn.send("3c\r\n" + " " * 60 + "\r\n")  # 120: over the limit, no terminating chunk yet
         assert_problem(conn.read_response(), 413, "body-too-large")
@@ -347,7 +347,7 @@ def test_body_limit_while_reading_chunked(reactord):
 def test_expect_100_continue_over_the_limit_gets_413_not_100(reactord):
     server = reactord("--max-body-bytes", "100")
     with raw(server) as conn:
-        conn.send("POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n")
+        conn.send("POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n")
         answer = conn.read_response()
         assert answer.interim == []
         assert_problem(answer, 413, "body-too-large")
@@ -357,7 +357,7 @@ def test_slowloris_cannot_hold_a_connection(reactord):
     server = reactord("--request-timeout", "1")
     with raw(server) as conn:
         started = time.monotonic()
-        conn.send("GET /state HTTP/1.1\r\nHost: x\r\n")
+        conn.send("GET /state HTTP/1.1\r\nHost: localhost\r\n")
         # Trickle a header byte every 0.2 s: each byte is progress, but the whole request is late.
         conn.sock.settimeout(0.2)
         for byte in "X-Slow: " + "a" * 40:
@@ -383,7 +383,7 @@ def test_slow_body_times_out(reactord):
     server = reactord("--request-timeout", "1")
     with raw(server) as conn:
         started = time.monotonic()
-        conn.send("POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{")
+        conn.send("POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{")
         answer = conn.read_response()
         assert_problem(answer, 408, "request-timeout")
         assert 0.9 <= time.monotonic() - started <= 3.0
@@ -406,7 +406,7 @@ def test_a_timed_out_connection_is_answered_once(reactord):
 def test_a_slow_request_does_not_delay_others(reactord):
     server = reactord("--request-timeout", "1")
     with raw(server) as slow:
-        slow.send("GET /state HTTP/1.1\r\nHost: x\r\n")
+        slow.send("GET /state HTTP/1.1\r\nHost: localhost\r\n")
         with raw(server) as fast:
             started = time.monotonic()
             fast.send(http_request("GET", "/livez"))
@@ -482,7 +482,7 @@ def test_too_many_connections_get_503_then_close(reactord):
 def test_server_survives_abrupt_disconnects(server):
     for _ in range(20):
         conn = RawConnection(server.port)
-        conn.send("POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"ty")
+        conn.send("POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"ty")
         conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST on close
         conn.close()
     assert get_state(server) == {}
@@ -530,7 +530,7 @@ def test_connect_is_501_and_what_follows_is_not_read_as_a_request(server):
     the next request."""
     with raw(server) as conn:
         conn.send("CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\nContent-Length: 30\r\n\r\n"
-                  "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+                  "GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
         assert_problem(conn.read_response(), 501, "not-implemented")
         assert conn.is_closed()
 
@@ -560,12 +560,12 @@ def test_an_open_files_limit_too_low_for_max_connections_lowers_it_and_says_so(r
     try:
         for _ in range(64):
             connection = socket.create_connection(("127.0.0.1", server.port), timeout=5)
-            connection.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+            connection.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
             assert connection.recv(4096).startswith(b"HTTP/1.1 200")
             idle.append(connection)
         refused = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(20)]
         for connection in refused:
-            connection.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+            connection.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
             answer = connection.recv(4096)
             assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
             connection.close()

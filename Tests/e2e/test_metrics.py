@@ -121,7 +121,7 @@ def test_label_values_are_escaped(server):
     # path with quotes or backslashes cannot break the exposition.
     request(server, "GET", '/x%22y%5Cz')
     with raw(server) as conn:
-        conn.send(b'GET /a"b\\c HTTP/1.1\r\nHost: x\r\n\r\n')
+        conn.send(b'GET /a"b\\c HTTP/1.1\r\nHost: localhost\r\n\r\n')
         conn.read_response()
     metrics = scrape(server)
     routes = {dict(labels)["route"] for labels in metrics.series("reactor_http_requests_total")}

@@ -449,7 +449,7 @@ def half_sent_event(server, event) -> tuple:
     """A raw connection with a POST whose head and half its body are sent; returns (conn, rest)."""
     body = json.dumps(event).encode()
     conn = raw(server)
-    conn.send(f"POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[: len(body) // 2])
+    conn.send(f"POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[: len(body) // 2])
     time.sleep(0.2)  # the server has read it
     return conn, body[len(body) // 2:]
 

@@ -14,7 +14,7 @@ def test_in_flight_request_finishes_after_sigterm(reactord):
     server = reactord()
     body = json.dumps({"type": "set", "path": "/saved", "value": "yes"}).encode()
     with raw(server) as conn:
-        conn.send(f"POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[:10])
+        conn.send(f"POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[:10])
         time.sleep(0.2)  # the server has read the start of the request
         server.signal(signal.SIGTERM)
         server.wait_for_log(r"stopping")
@@ -42,7 +42,7 @@ def test_pipelined_requests_are_answered_before_exit(reactord):
         conn.send(b"".join(
             http_request("POST", "/events", json.dumps({"type": "increment", "path": "/n"}), {"Content-Type": "application/json"})
             for _ in range(3)
-        ) + b"GET /state HTTP/1.1\r\nHost: x\r\n")  # the last request is still incomplete
+        ) + b"GET /state HTTP/1.1\r\nHost: localhost\r\n")  # the last request is still incomplete
         for version in (1, 2, 3):
             assert conn.read_response().json() == {"version": version}
         server.signal(signal.SIGTERM)
@@ -80,7 +80,7 @@ def test_last_answer_before_shutdown_says_connection_close(reactord):
     server = reactord()
     body = json.dumps({"type": "increment", "path": "/n"}).encode()
     with raw(server) as conn:
-        conn.send(f"POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[:5])
+        conn.send(f"POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[:5])
         time.sleep(0.2)
         server.signal(signal.SIGTERM)
         server.wait_for_log(r"stopping")
@@ -95,7 +95,7 @@ def test_last_answer_before_shutdown_says_connection_close(reactord):
 def test_stalled_request_does_not_block_shutdown_beyond_its_timeout(reactord):
     server = reactord("--request-timeout", "1")
     with raw(server) as conn:
-        conn.send("POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{")
+        conn.send("POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{")
         time.sleep(0.1)
         started = time.monotonic()
         server.signal(signal.SIGTERM)

@@ -161,7 +161,7 @@ def test_requests_pipelined_after_a_stream_are_not_answered_nor_left_subscribed(
 
     for _ in range(3):
         sock = socket.create_connection((HOST, server.port), timeout=5)
-        sock.sendall(b"".join(b"GET /stream?path=/p%d HTTP/1.1\r\nHost: x\r\n\r\n" % i for i in range(50)))
+        sock.sendall(b"".join(b"GET /stream?path=/p%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % i for i in range(50)))
         head = b""
         while b"\r\n\r\n" not in head:
             head += sock.recv(4096)
@@ -179,8 +179,8 @@ def test_requests_pipelined_after_a_stream_are_not_answered_nor_left_subscribed(
 def test_writes_pipelined_after_a_stream_are_not_applied(server, offer):
     sock = socket.create_connection((HOST, server.port), timeout=5)
     post = json.dumps({"type": "set", "path": "/x", "value": "applied"}).encode()
-    sock.sendall(f"GET /stream HTTP/1.1\r\nHost: x\r\n{offer}\r\n".encode()
-                 + (b"POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(post), post)) * 3)
+    sock.sendall(f"GET /stream HTTP/1.1\r\nHost: localhost\r\n{offer}\r\n".encode()
+                 + (b"POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(post), post)) * 3)
     head = b""
     while b"\r\n\r\n" not in head:
         head += sock.recv(4096)

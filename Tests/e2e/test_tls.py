@@ -123,7 +123,7 @@ def test_plain_http_and_tls_side_by_side_and_each_port_says_what_it_speaks(react
         assert json.loads(response.read()) == {"n": 1}
     # Plain HTTP on the TLS port: a 400 problem in plaintext, then the connection closes.
     with socket.create_connection((HOST, secure), timeout=5) as sock:
-        sock.sendall(b"GET /state HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /state HTTP/1.1\r\nHost: localhost\r\n\r\n")
         answer = b""
         while chunk := sock.recv(4096):
             answer += chunk
@@ -279,7 +279,7 @@ def test_a_request_sent_with_close_notify_is_answered_then_the_server_says_goodb
     server = reactord("--tls-cert", cert, "--tls-key", key)
     sock, tls, incoming, outgoing = memory_tls(server.port, version)
     body = b'{"type":"increment","path":"/n"}'
-    tls.write(b"POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    tls.write(b"POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
     with pytest.raises(ssl.SSLWantReadError):
         tls.unwrap()  # close_notify, in the same send as the request
     sock.sendall(outgoing.read())
@@ -312,8 +312,8 @@ def test_pipelined_requests_over_tls_are_answered_in_order_while_answers_back_up
     requests = []  # about 26 KB: two TLS records at least
     for i in range(120):
         if i % 10 == 0:
-            requests.append(f"GET /state?path=/big HTTP/1.1\r\nHost: x\r\nX-Pad: {pad}\r\n\r\n")
-        requests.append(f"GET /state?path=/m/{i} HTTP/1.1\r\nHost: x\r\nX-Pad: {pad}\r\n\r\n")
+            requests.append(f"GET /state?path=/big HTTP/1.1\r\nHost: localhost\r\nX-Pad: {pad}\r\n\r\n")
+        requests.append(f"GET /state?path=/m/{i} HTTP/1.1\r\nHost: localhost\r\nX-Pad: {pad}\r\n\r\n")
     tls.write("".join(requests).encode())
     sock.sendall(outgoing.read())
     time.sleep(1)  # nothing read meanwhile: the answers back up

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import assert_problem, http_request, raw
+from conftest import HOST, assert_problem, http_request, raw
 from subscriptions import (
     OP_BINARY,
     OP_CLOSE,
@@ -112,8 +112,56 @@ def test_websocket_origin_restricts_origins(reactord):
     assert handshake(server).status == 101
 
 
-def test_any_origin_without_the_flag(server):
-    assert handshake(server, headers={"Origin": "https://anything.example"}).status == 101
+def test_any_origin_without_the_flag_when_the_server_has_tokens(reactord):
+    server = reactord("--token", "reader:r3ad-s3cret:read")
+    answer = handshake(server, target="/subscribe?access_token=r3ad-s3cret", headers={"Origin": "https://anything.example"})
+    assert answer.status == 101, answer
+
+
+def test_without_tokens_only_the_servers_own_origin_and_the_cors_origins_may_open_one(reactord):
+    """A page elsewhere in the local browser must not read and fire with nobody's token."""
+    server = reactord("--cors-origin", "https://dash.example")
+    answer = handshake(server, headers={"Origin": "https://evil.example"})
+    problem = assert_problem(answer, 403, "websocket-handshake")
+    assert "https://evil.example" in problem["detail"], problem
+    # The server's own pages (the dashboard), as a browser sends it: Host with its port.
+    assert handshake(server, headers={"Host": f"{HOST}:{server.port}", "Origin": f"http://{HOST}:{server.port}"}).status == 101
+    assert handshake(server, headers={"Origin": "https://dash.example"}).status == 101
+    assert handshake(server).status == 101, "a client that is no browser sends no Origin"
+    # --cors-origin '*' says any page may: then any origin opens one too.
+    anyone = reactord("--cors-origin", "*")
+    assert handshake(anyone, headers={"Origin": "https://evil.example"}).status == 101
+
+
+def test_without_tokens_a_request_for_another_host_name_is_refused(reactord):
+    """DNS rebinding: a page's own name, re-pointed at 127.0.0.1, reaches the server as its own
+    origin; the Host it carries gives it away."""
+    server = reactord()
+    answer = handshake(server, headers={"Host": f"rebind.attacker.example:{server.port}", "Origin": f"http://rebind.attacker.example:{server.port}"})
+    problem = assert_problem(answer, 403, "host-not-allowed")
+    assert "rebind.attacker.example" in problem["detail"] and "--insecure" in problem["detail"], problem
+    for path in ("/state", "/history", "/metrics"):
+        with raw(server) as connection:
+            connection.send(f"GET {path} HTTP/1.1\r\nHost: rebind.attacker.example\r\n\r\n")
+            assert_problem(connection.read_response(), 403, "host-not-allowed")
+    with raw(server) as connection:
+        connection.send('POST /events HTTP/1.1\r\nHost: rebind.attacker.example\r\nContent-Type: application/json\r\nContent-Length: 32\r\n\r\n{"type":"increment","path":"/n"}')
+        assert_problem(connection.read_response(), 403, "host-not-allowed")
+    for host in ("localhost", "localhost:1", "app.localhost", "127.0.0.1", "127.1.2.3:80", "[::1]:8080", "LOCALHOST."):
+        with raw(server) as connection:
+            connection.send(f"GET /state HTTP/1.1\r\nHost: {host}\r\n\r\n")
+            assert connection.read_response().status == 200, host
+    # Public routes answer anyone, as they do with tokens.
+    with raw(server) as connection:
+        connection.send("GET /livez HTTP/1.1\r\nHost: rebind.attacker.example\r\n\r\n")
+        assert connection.read_response().status == 200
+    # With --insecure, or with tokens, the Host is not checked.
+    for flags in (["--insecure"], ["--token", "t:s3cret:read"]):
+        other = reactord(*flags)
+        with raw(other) as connection:
+            auth = "Authorization: Bearer s3cret\r\n" if "--token" in flags else ""
+            connection.send(f"GET /state HTTP/1.1\r\nHost: example.com\r\n{auth}\r\n")
+            assert connection.read_response().status == 200, flags
 
 
 def test_a_message_in_the_same_packet_as_the_handshake_is_read(server):

@@ -60,12 +60,13 @@ public struct DataDirectory: Sendable {
     /// Creates the directory (and its parents) and its subdirectories as needed.
     func create() throws(EventLogError) {
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw EventLogError(.io(code: EIO), "cannot create the directory \(path): \(error.localizedDescription)")
         }
         for directory in [journalPath, snapshotsPath] {
-            if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+            // Owner only: the state and the journal are the server's, as a database's files are.
+            if mkdir(directory, 0o700) != 0 && errno != EEXIST {
                 throw Self.error("cannot create the directory", directory)
             }
         }
@@ -80,7 +81,7 @@ public struct DataDirectory: Sendable {
     /// backup can be checked, while a server's lock still keeps it out.
     func lock(readOnly: Bool = false) throws(EventLogError) -> Int32 {
         let lockPath = path + "/LOCK"
-        var fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        var fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd < 0 && readOnly && (errno == EACCES || errno == EROFS) { fd = open(lockPath, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { throw Self.error("cannot open", lockPath) }
         guard flock(fd, (readOnly ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 else {
@@ -117,7 +118,7 @@ public struct DataDirectory: Sendable {
 
     /// Opens a journal segment for writing at chosen offsets (`pwrite`), not appending.
     func openForWriting(_ file: String, create: Bool) throws(EventLogError) -> Int32 {
-        let fd = open(file, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0o644)
+        let fd = open(file, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0o600)
         guard fd >= 0 else { throw Self.error("cannot open", file) }
         return fd
     }
@@ -199,7 +200,7 @@ public struct DataDirectory: Sendable {
     func writeAtomically(_ bytes: [UInt8], to file: String) throws(EventLogError) {
         let temporary = file + ".tmp"
         unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Self.error("cannot create", temporary) }
         do {
             try writeAll(fd, bytes, file: temporary)

@@ -2,7 +2,8 @@
 /// Remembers the answers to requests that carried an `Idempotency-Key`, so that a retry within the
 /// window gets the first answer and applies nothing twice.
 ///
-/// Keys are per client (token name), so clients cannot collide or replay each other's answers.
+/// Keys are per client (token name), so clients cannot collide or replay each other's answers, and
+/// each client has the whole capacity to itself: one client's keys never push out another's.
 /// Entries expire in insertion order, which is also expiry order: a FIFO prunes them cheaply. A key
 /// forgotten early (an answer not remembered) leaves its record in the FIFO; each entry knows its
 /// own expiry, so such a record never removes a later entry of the same key, and the FIFO is kept
@@ -27,8 +28,33 @@ final class IdempotencyCache {
         let expiresAt: UInt64
     }
 
-    private var entries: [String: Entry] = [:]
-    private var expiries = FIFO<(key: String, at: UInt64)>()
+    /// One client's keys.
+    private struct Partition {
+        var entries: [String: Entry] = [:]
+        var expiries = FIFO<(key: String, at: UInt64)>()
+
+        mutating func insert(_ key: String, _ state: State, expiresAt: UInt64, capacity: Int) {
+            entries[key] = Entry(state: state, expiresAt: expiresAt)
+            expiries.append((key, expiresAt))
+            // The oldest go first past the capacity, and past twice it in the FIFO (records of keys
+            // forgotten early count there until they come due).
+            while entries.count > capacity || expiries.count > 2 * capacity, let oldest = expiries.popFirst() { remove(oldest) }
+        }
+
+        /// Removes the entry `record` was made for, not a later one of the same key.
+        mutating func remove(_ record: (key: String, at: UInt64)) {
+            if entries[record.key]?.expiresAt == record.at { entries[record.key] = nil }
+        }
+
+        mutating func expire(now: UInt64) {
+            while let oldest = expiries.first, oldest.at <= now {
+                _ = expiries.popFirst()
+                remove(oldest)
+            }
+        }
+    }
+
+    private var partitions: [Substring: Partition] = [:]
     private let window: UInt64
     private let capacity: Int
 
@@ -45,6 +71,11 @@ final class IdempotencyCache {
         (client ?? "") + "\u{0}" + key
     }
 
+    /// The client a scoped key belongs to: what comes before its NUL.
+    private static func client(of scopedKey: String) -> Substring {
+        scopedKey.firstIndex(of: "\u{0}").map { scopedKey[..<$0] } ?? ""
+    }
+
     /// The same in every process, so that a cluster's other servers and this one after a restart
     /// (a `Hasher`'s is not): SHA-1 of method, target and body.
     static func fingerprint(of request: HTTPRequest) -> String {
@@ -52,10 +83,11 @@ final class IdempotencyCache {
     }
 
     func admit(_ key: String, displayKey: String, fingerprint: String, now: UInt64) -> Admission {
-        expire(now: now)
-        switch entries[key]?.state {
+        let client = Self.client(of: key)
+        partitions[client, default: Partition()].expire(now: now)
+        switch partitions[client]?.entries[key]?.state {
         case nil:
-            insert(key, .inFlight(fingerprint: fingerprint), expiresAt: now + window)
+            partitions[client, default: Partition()].insert(key, .inFlight(fingerprint: fingerprint), expiresAt: now + window, capacity: capacity)
             return .proceed
         case .inFlight(let first):
             return first == fingerprint ? .reject(.idempotentRequestInProgress(displayKey)) : .reject(.idempotencyKeyReused(displayKey))
@@ -66,37 +98,27 @@ final class IdempotencyCache {
 
     /// Records the answer. Server errors are forgotten instead, so a retry tries again.
     func finish(_ key: String, fingerprint: String, response: HTTPResponse) {
-        guard let entry = entries[key], case .inFlight = entry.state else { return }
-        entries[key] = Self.remembers(response.status.code)
+        let client = Self.client(of: key)
+        guard let entry = partitions[client]?.entries[key], case .inFlight = entry.state else { return }
+        partitions[client]?.entries[key] = Self.remembers(response.status.code)
             ? Entry(state: .done(fingerprint: fingerprint, response: response), expiresAt: entry.expiresAt) : nil
     }
 
     /// Takes back an answer given before a restart, for the rest of its window.
     func restore(_ key: String, fingerprint: String, response: HTTPResponse, expiresIn milliseconds: UInt64, now: UInt64) {
-        insert(key, .done(fingerprint: fingerprint, response: response), expiresAt: now + min(milliseconds, window))
+        partitions[Self.client(of: key), default: Partition()].insert(key, .done(fingerprint: fingerprint, response: response),
+                                                                      expiresAt: now + min(milliseconds, window), capacity: capacity)
     }
 
     /// Drops an in-flight key without an answer (another server of a cluster holds it).
     func forget(_ key: String) {
-        if let entry = entries[key], case .inFlight = entry.state { entries[key] = nil }
+        let client = Self.client(of: key)
+        if let entry = partitions[client]?.entries[key], case .inFlight = entry.state { partitions[client]?.entries[key] = nil }
     }
 
-    /// The number of keys held, and of records in the FIFO, for tests.
-    var count: Int { entries.count }
-    var recordCount: Int { expiries.count }
-
-    private func insert(_ key: String, _ state: State, expiresAt: UInt64) {
-        entries[key] = Entry(state: state, expiresAt: expiresAt)
-        expiries.append((key, expiresAt))
-        // The oldest go first past the capacity, and past twice it in the FIFO (records of keys
-        // forgotten early count there until they come due).
-        while entries.count > capacity || expiries.count > 2 * capacity, let oldest = expiries.popFirst() { remove(oldest) }
-    }
-
-    /// Removes the entry `record` was made for, not a later one of the same key.
-    private func remove(_ record: (key: String, at: UInt64)) {
-        if entries[record.key]?.expiresAt == record.at { entries[record.key] = nil }
-    }
+    /// The number of keys held, and of records in the FIFOs, for tests.
+    var count: Int { partitions.values.reduce(0) { $0 + $1.entries.count } }
+    var recordCount: Int { partitions.values.reduce(0) { $0 + $1.expiries.count } }
 
     /// Answers to requests refused before they were carried out (malformed, wrong media type, too
     /// large, over a rate limit) and server errors are not kept: fixed or later, the same key may go
@@ -111,12 +133,6 @@ final class IdempotencyCache {
     /// How long a cluster holds a key for a request still being carried out (then for the window).
     static let sharedClaimMilliseconds: UInt64 = 30_000
 
-    private func expire(now: UInt64) {
-        while let oldest = expiries.first, oldest.at <= now {
-            _ = expiries.popFirst()
-            remove(oldest)
-        }
-    }
 }
 
 /// A FIFO over an array with a moving head.

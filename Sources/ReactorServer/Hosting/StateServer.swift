@@ -77,6 +77,7 @@ public final class StateServer<StateType: HostedState> {
         // still costs every request a call and a closure.
         var chain: [any HTTPMiddleware] = []
         if RequestLogger.logsRequests(logger) { chain.append(RequestLogger(logger: logger, lines: lines)) }
+        if configuration.loopbackHostsOnly && configuration.tokens.isEmpty { chain.append(LoopbackHostMiddleware()) }
         if !configuration.corsOrigins.isEmpty { chain.append(CORSMiddleware(origins: Set(configuration.corsOrigins))) }
         if !configuration.tokens.isEmpty { chain.append(AuthMiddleware(tokens: configuration.tokens)) }
         http = HTTPServer(loop: loop, configuration: configuration, router: router, middleware: chain + httpMiddleware, metrics: metrics, tls: tls, logger: logger)

@@ -161,6 +161,11 @@ extension Problem {
                 headers: [("WWW-Authenticate", invalidToken ? "Bearer realm=\"reactord\", error=\"invalid_token\"" : "Bearer realm=\"reactord\"")])
     }
 
+    public static func hostNotAllowed(_ host: String) -> Problem {
+        Problem(status: .forbidden, kind: "host-not-allowed", title: "Host not allowed",
+                detail: "this server has no tokens, so it answers only requests addressed to it by a loopback name (localhost, 127.0.0.1, [::1]), which a web page elsewhere cannot re-point at it; this one was addressed to \(host). Configure tokens, or pass --insecure to answer any Host")
+    }
+
     public static func forbidden(_ detail: String, index: Int? = nil) -> Problem {
         var problem = Problem(status: .forbidden, kind: "forbidden", title: "Forbidden", detail: detail)
         problem.setIndex(index)

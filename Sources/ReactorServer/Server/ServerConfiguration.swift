@@ -36,8 +36,13 @@ public struct ServerConfiguration: Sendable {
     public var heartbeatInterval = 15.0
     /// Largest WebSocket message (and frame) a client may send.
     public var maxMessageBytes = 1 << 20
-    /// Origins allowed to open a WebSocket; nil allows any (browsers send one; other clients need not).
+    /// Origins allowed to open a WebSocket (browsers send one; other clients need not); nil allows
+    /// any when the server has tokens, and without tokens the server's own origin and
+    /// `corsOrigins`: a page elsewhere must not read and fire in the local browser's name.
     public var webSocketOrigins: Set<String>?
+    /// Answers only requests whose Host is a loopback name (`LoopbackHostMiddleware`): reactord's
+    /// setting for a server with no tokens, unless `--insecure`.
+    public var loopbackHostsOnly = false
     /// Serves `/echo`, a WebSocket echo endpoint for conformance testing (Autobahn). Off by default.
     public var webSocketEcho = false
     /// TLS: the certificate chain and key (PEM). With both, the server speaks TLS on `port`, or on

@@ -56,6 +56,13 @@ final class SubscriptionService<StateType: HostedState> {
         catchUp(since, proceed)
     }
 
+    /// See `ServerConfiguration.webSocketOrigins`.
+    private var webSocketOrigins: Set<String>? {
+        if let origins = configuration.webSocketOrigins { return origins }
+        guard configuration.tokens.isEmpty, !configuration.corsOrigins.contains("*") else { return nil }
+        return Set(configuration.corsOrigins)
+    }
+
     private var webSocketLimits: WebSocketLimits {
         WebSocketLimits(maxFramePayload: configuration.maxMessageBytes, maxMessageSize: configuration.maxMessageBytes)
     }
@@ -101,7 +108,7 @@ final class SubscriptionService<StateType: HostedState> {
                            detail: "\(request.path) speaks WebSocket: open it with a WebSocket client (Upgrade: websocket)",
                            headers: [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", WebSocketHandshake.version)]).response
         }
-        let policy = WebSocketHandshakePolicy(subprotocols: subprotocols, allowedOrigins: configuration.webSocketOrigins, allowsMissingOrigin: true)
+        let policy = WebSocketHandshakePolicy(subprotocols: subprotocols, allowedOrigins: webSocketOrigins, allowsMissingOrigin: true)
         let version = request.version == .http1_1 ? "HTTP/1.1" : "HTTP/1.0"
         switch WebSocketHandshake.validate(method: request.method.name, httpVersion: version, header: { name in
             let values = request.headers.values(for: name)

@@ -101,6 +101,22 @@ final class IdempotencyCacheTests: XCTestCase {
         guard case .replay = cache.admit("c", displayKey: "c", fingerprint: "1", now: 1) else { return XCTFail("c was dropped") }
     }
 
+    func testOneClientsKeysNeverPushOutAnothers() {
+        let cache = IdempotencyCache(windowSeconds: 100, capacity: 3)
+        let alice = IdempotencyCache.scopedKey("pay-42", client: "alice")
+        _ = cache.admit(alice, displayKey: "pay-42", fingerprint: "1", now: 0)
+        cache.finish(alice, fingerprint: "1", response: ok)
+        for index in 0..<10 {
+            let key = IdempotencyCache.scopedKey("k\(index)", client: "mallory")
+            _ = cache.admit(key, displayKey: "k\(index)", fingerprint: "1", now: 1)
+            cache.finish(key, fingerprint: "1", response: HTTPResponse(status: .forbidden))
+        }
+        guard case .replay = cache.admit(alice, displayKey: "pay-42", fingerprint: "1", now: 2) else {
+            return XCTFail("another client's keys pushed alice's out: her retry would apply again")
+        }
+        XCTAssertEqual(cache.count, 4, "mallory keeps her own 3 at most")
+    }
+
     func testKeysAreScopedPerClient() {
         XCTAssertNotEqual(IdempotencyCache.scopedKey("k", client: "alice"), IdempotencyCache.scopedKey("k", client: "bob"))
     }
