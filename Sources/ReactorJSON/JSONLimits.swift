@@ -30,10 +30,11 @@ extension JSON {
         }
     }
 
-    /// The size of the value's compact JSON text (its strings counted as if nothing in them needed
-    /// escaping: a lower bound), counted no further than just past `limit`: a larger value answers
-    /// more than `limit` having walked about `limit` bytes' worth of it, however many times its
-    /// parts are shared (a value built by copying itself has far more text than memory).
+    /// The size of the value's compact JSON text (a control character in a string counted as six
+    /// bytes, `\u001f`, and a non-integer number as 24, the most either takes), counted no further
+    /// than just past `limit`: a larger value answers more than `limit` having walked about `limit`
+    /// bytes' worth of it, however many times its parts are shared (a value built by copying itself
+    /// has far more text than memory).
     public func encodedSize(upTo limit: Int) -> Int {
         var size = 0
         Self.addEncodedSize(of: self, to: &size, upTo: limit)
@@ -44,8 +45,14 @@ extension JSON {
         switch value {
         case .null: size += 4
         case .bool(let flag): size += flag ? 4 : 5
-        case .integer, .number: size += 8
-        case .string(let text): size += text.utf8.count + 2
+        case .integer(let value): size += Self.decimalDigits(value)
+        case .number: size += 24
+        case .string(let text):
+            size += 2
+            for byte in text.utf8 {
+                size += byte < 0x20 ? 6 : byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") ? 2 : 1
+                if size > limit { return }
+            }
         case .array(let elements):
             size += 1 + max(elements.count, 1)
             for element in elements where size <= limit { addEncodedSize(of: element, to: &size, upTo: limit) }
@@ -56,6 +63,17 @@ extension JSON {
                 addEncodedSize(of: member, to: &size, upTo: limit)
             }
         }
+    }
+
+    /// The length of `value` in decimal, with its sign.
+    private static func decimalDigits(_ value: Int64) -> Int {
+        var count = value < 0 ? 2 : 1
+        var rest = value.magnitude
+        while rest >= 10 {
+            rest /= 10
+            count += 1
+        }
+        return count
     }
 
     /// 1 for the container holding `children`, plus the deepest child, counted up to `limit + 1`.

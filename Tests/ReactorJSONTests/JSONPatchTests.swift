@@ -391,8 +391,11 @@ final class JSONPatchCopyLimitTests: XCTestCase {
     private func pointer(_ text: String) throws -> JSONPointer { try JSONPointer(text) }
 
     func testEncodedSizeIsTheCompactTextsAndStopsJustPastTheLimit() throws {
-        let value = try JSON(parsing: Array(#"{"a":[1,true,null,"xy"],"b":{}}"#.utf8))
-        XCTAssertEqual(value.encodedSize(upTo: .max), #"{"a":[12345678,true,null,"xy"],"b":{}}"#.utf8.count, "numbers count 8")
+        for text in [#"{"a":[1,true,null,"xy"],"b":{}}"#, #"[0,-7,9223372036854775807,-9223372036854775808,"q\"\\",[],{}]"#] {
+            XCTAssertEqual(try JSON(parsing: Array(text.utf8)).encodedSize(upTo: .max), text.utf8.count, text)
+        }
+        XCTAssertEqual(JSON.string("\u{1}").encodedSize(upTo: .max), #""\u0001""#.utf8.count)
+        XCTAssertEqual(JSON.array(Array(repeating: .integer(0), count: 12_000)).encodedSize(upTo: .max), 24_001)
         // A value that doubles at each of 60 levels: far more text than could be walked.
         var doubled: JSON = "x"
         for _ in 0..<60 { doubled = ["p": doubled, "q": doubled] }

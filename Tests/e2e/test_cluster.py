@@ -1290,7 +1290,8 @@ def test_three_nodes_behind_nginx_as_docs_cluster_md_shows_them(cluster, tmp_pat
     import shutil
     from test_operations import Nginx, tls_websocket
     assert shutil.which("nginx") and shutil.which("openssl"), "nginx or openssl is missing: scripts/setup.sh installs them"
-    nodes = cluster.nodes("a", "b", "c")
+    # Without tokens behind a proxy that passes its public name on: --insecure says so.
+    nodes = cluster.nodes("a", "b", "c", extra=("--insecure",))
     proxy = Nginx(tmp_path, [node.port for node in nodes], site_file="reactord-cluster.conf")
     try:
         ws = tls_websocket(proxy)

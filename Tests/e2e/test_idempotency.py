@@ -6,6 +6,8 @@ import json
 import subprocess
 import time
 
+import pytest
+
 from conftest import REACTORD_BIN, assert_problem, curl_response, get_state, post_events, request, wait_until
 
 INCREMENT = {"type": "increment", "path": "/n"}
@@ -202,3 +204,28 @@ def test_keys_survive_the_snapshot_that_removes_their_events_segment(reactord, t
     assert (retry.status, retry.json(), retry.header("Idempotent-Replayed")) == (200, {"version": 1}, "true")
     assert get_state(server)["n"] == 1
 
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_one_tokens_keys_never_push_out_anothers_and_a_restart_keeps_it_so(reactord, tmp_path, compact):
+    """Each token has the whole capacity to itself, in memory, in the journal and in a snapshot:
+    another token firing many keyed requests cannot make a retry of this one apply twice."""
+    data_dir = tmp_path / "data"
+    flags = ("--data-dir", str(data_dir), "--idempotency-keys", "5",
+             "--token", "alice:al1ce-secret:read+fire", "--token", "mallory:m4llory-secret:fire")
+    alice = {"Authorization": "Bearer al1ce-secret"}
+    mallory = {"Authorization": "Bearer m4llory-secret"}
+    server = reactord(*flags)
+    assert post_events(server, INCREMENT, headers=keyed("pay-42", alice)).json() == {"version": 1}
+    for index in range(12):
+        assert post_events(server, {"type": "increment", "path": "/m"}, headers=keyed(f"k{index}", mallory)).status == 200
+    replay = post_events(server, INCREMENT, headers=keyed("pay-42", alice))
+    assert (replay.json(), replay.header("Idempotent-Replayed")) == ({"version": 1}, "true")
+    server.stop()
+    if compact:
+        done = subprocess.run([REACTORD_BIN, "compact", "--data-dir", str(data_dir)], capture_output=True, timeout=20)
+        assert done.returncode == 0, done.stderr
+    server = reactord(*flags)
+    replay = post_events(server, INCREMENT, headers=keyed("pay-42", alice))
+    assert (replay.json(), replay.header("Idempotent-Replayed")) == ({"version": 1}, "true")
+    assert request(server, "GET", "/state", headers=alice).json() == {"n": 1, "m": 12}

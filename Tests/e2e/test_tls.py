@@ -13,6 +13,7 @@ import re
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import time
 import urllib.error
@@ -358,3 +359,58 @@ def test_a_client_offering_only_other_protocols_gets_the_no_application_protocol
     context.set_alpn_protocols(["h2", "http/1.1"])
     with socket.create_connection((HOST, server.port), timeout=5) as sock, context.wrap_socket(sock, server_hostname="localhost") as tls:
         assert tls.selected_alpn_protocol() == "http/1.1"
+
+
+def test_a_client_that_sends_close_notify_then_resets_does_not_bring_the_server_down(reactord, pair, tmp_path):
+    """The server's close_notify, sent after the answer, meets a reset connection: the failed write
+    closes it, and the close that sent it must not close it again."""
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key, "--data-dir", str(tmp_path / "data"), "--fsync", "always")
+    body = b'{"type":"increment","path":"/n"}'
+    request = b"POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    for _ in range(20):
+        sock, tls, _, outgoing = memory_tls(server.port)
+        tls.write(request)
+        with pytest.raises(ssl.SSLWantReadError):
+            tls.unwrap()
+        sock.sendall(outgoing.read())
+        time.sleep(0.002)  # the answer waits for the journal's fsync meanwhile
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        time.sleep(0.02)
+        assert server.process.poll() is None, f"reactord exited with {server.process.returncode}:\n{server.log()[-2000:]}"
+    status, state = https(server.port, cert)
+    assert status == 200 and state["n"] <= 20
+
+
+def test_a_large_answer_to_a_request_sent_with_close_notify_arrives_whole(reactord, pair):
+    """The peer's close_notify, read while the answer is still queued (reading stopped), is told
+    only once the answer has gone out, as a plain connection's end is."""
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key)
+    big = "x" * 1_000_000
+    for index in range(6):
+        assert https(server.port, cert, "POST", "/events", {"type": "set", "path": f"/big/{index}", "value": big})[0] == 200
+    sock, tls, incoming, outgoing = memory_tls(server.port, receive_buffer=8192)
+    tls.write(b"GET /state?path=/big HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.unwrap()
+    sock.sendall(outgoing.read())
+    time.sleep(0.5)  # nothing read meanwhile: the answer backs up
+    plaintext, goodbye = bytearray(), False
+    with sock:
+        while not goodbye:
+            data = sock.recv(1 << 20)
+            assert data, f"the server closed without close_notify after {len(plaintext)} bytes"
+            incoming.write(data)
+            try:
+                while chunk := tls.read(1 << 20):
+                    plaintext += chunk
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLZeroReturnError:
+                goodbye = True
+    head, _, body = bytes(plaintext).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 "), head
+    expected = json.dumps({str(index): big for index in range(6)}, separators=(",", ":")).encode()
+    assert body == expected, f"{len(body)} bytes of {len(expected)}"

@@ -14,8 +14,8 @@ public final class FileEventLog: EventLog {
         public var segmentBytes = 16 << 20
         /// Records kept in memory for reads near the head.
         public var recentRecords = 4096
-        /// The most idempotency answers a snapshot carries, the newest: as many as a server
-        /// remembers by default (`ServerConfiguration.idempotencyCapacity`; a host that changes
+        /// The most idempotency answers of each client a snapshot carries, the newest: as many as
+        /// a server remembers by default (`ServerConfiguration.idempotencyCapacity`; a host that changes
         /// one changes both).
         public var answersKept = 10_000
 
@@ -42,9 +42,17 @@ public final class FileEventLog: EventLog {
     /// resume window; handed over once (`takeReplayedChanges`).
     var replayedChanges: [(version: UInt64, changes: [JSONPatchOperation])] = []
 
-    /// The idempotency answers of the events appended (and, at start-up, recovered), oldest first,
-    /// until they expire: the next snapshot carries those of the events it folds in.
-    private(set) var answers: Deque<JournaledAnswer> = []
+    /// The idempotency answers of the events appended (and, at start-up, recovered), until they
+    /// expire: the next snapshot carries those of the events it folds in. Each client's own, oldest
+    /// first, its newest `answersKept` at most, as the server's cache keeps them: one client's keys
+    /// never push out another's, after a restart either.
+    private var answersByClient: [Substring: Deque<JournaledAnswer>] = [:]
+
+    /// Every answer kept and still within its window, oldest first.
+    var answers: [JournaledAnswer] {
+        let now = JournaledAnswer.now()
+        return answersByClient.values.flatMap { $0.filter { $0.expiresAt > now } }.sorted { $0.version < $1.version }
+    }
 
     public private(set) var statistics = EventLogStatistics()
     private var appending = false
@@ -68,8 +76,7 @@ public final class FileEventLog: EventLog {
         oldestVersion = report.snapshotVersion
         writer = try JournalWriter(directory: directory, segmentLimit: options.segmentBytes, lastSegment: report.lastSegment, nextVersion: report.lastVersion + 1)
         segments = report.segments
-        answers = Deque(report.answers)
-        dropExpiredAnswers()
+        keep(report.answers)
         // A segment the writer started: there was none to continue (a new directory, or a last
         // segment recovery removed for a header cut short).
         if report.lastSegment == nil && writer.hasSegment && segments.last != report.lastVersion + 1 { segments.append(report.lastVersion + 1) }
@@ -137,19 +144,22 @@ public final class FileEventLog: EventLog {
     }
 
     private func keepAnswers(of records: [LogRecord]) {
-        var added = false
-        for record in records where !record.answers.isEmpty {
-            answers.append(contentsOf: record.answers)
-            added = true
-        }
-        if added { dropExpiredAnswers() }
+        for record in records where !record.answers.isEmpty { keep(record.answers) }
     }
 
-    /// Forgets the answers whose window has passed, oldest first (they expire about in order), and
-    /// the oldest past `answersKept`.
-    private func dropExpiredAnswers() {
+    /// Adds `new` (oldest first) to their clients' answers, and forgets, for those clients, the
+    /// answers whose window has passed (they expire about in order) and the oldest past `answersKept`.
+    private func keep(_ new: [JournaledAnswer]) {
         let now = JournaledAnswer.now()
-        while let first = answers.first, first.expiresAt <= now || answers.count > options.answersKept { answers.removeFirst() }
+        var touched = Set<Substring>()
+        for answer in new {
+            answersByClient[answer.client, default: []].append(answer)
+            touched.insert(answer.client)
+        }
+        for client in touched {
+            answersByClient[client]?.removeAll(expiredAt: now, keeping: options.answersKept)
+            if answersByClient[client]?.isEmpty == true { answersByClient[client] = nil }
+        }
     }
 
     private func remember(_ records: [LogRecord]) {
@@ -223,8 +233,7 @@ public final class FileEventLog: EventLog {
             obsolete.append(first)
         }
         let olderSnapshots = (try? directory.snapshotVersions().filter { $0 < version }) ?? []
-        dropExpiredAnswers()
-        let kept = Array(answers.filter { $0.version <= version })
+        let kept = answers.filter { $0.version <= version }
         let (directory, redundant) = (directory, obsolete)
         jobsInFlight += 1
         loop.runInThreadPool({ () -> Result<Int, EventLogError> in
@@ -304,5 +313,12 @@ public final class FileEventLog: EventLog {
             lockFD = -1
         }
         closing()
+    }
+}
+
+private extension Deque<JournaledAnswer> {
+    /// Drops from the front the answers expired at `now`, and the oldest past `limit`.
+    mutating func removeAll(expiredAt now: UInt64, keeping limit: Int) {
+        while let first, first.expiresAt <= now || count > limit { removeFirst() }
     }
 }

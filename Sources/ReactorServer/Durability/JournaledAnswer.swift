@@ -20,6 +20,11 @@ public struct JournaledAnswer: Sendable, Hashable {
     /// events, answered by its last.
     public let body: [UInt8]?
 
+    /// The client (token name) the key belongs to: what its scoped form holds before the NUL.
+    var client: Substring {
+        key.firstIndex(of: "\u{0}").map { key[..<$0] } ?? ""
+    }
+
     public init(version: UInt64, expiresAt: UInt64, fingerprint: String, key: String, body: [UInt8]? = nil) {
         self.version = version
         self.expiresAt = expiresAt

@@ -63,7 +63,8 @@ public final class TCPConnection {
         /// Plaintext decrypted while reading was stopped: one socket read can carry several TLS
         /// records, and the rest of them wait here until reading starts again (at most a read's worth).
         var heldPlaintext: [UInt8] = []
-        /// The peer's close_notify came behind `heldPlaintext`: its end is told after them.
+        /// The peer's close_notify came behind `heldPlaintext`, or while reading was stopped: its
+        /// end is told after them, once reading starts again.
         var peerEndedAfterHeld = false
         var heldDelivery: LoopTimer?
     }
@@ -188,8 +189,11 @@ public final class TCPConnection {
         case .open:
             break
         case .closed:
+            // Told now only if the receiver is reading: one that stopped (its answers wait unsent)
+            // is told once it reads again, as a plain connection's end would be.
+            let wasReading = state.isReading
             stopReading()
-            if state.heldPlaintext.isEmpty { delegate?.connectionDidEnd(self) } else { state.peerEndedAfterHeld = true }
+            if wasReading && state.heldPlaintext.isEmpty { delegate?.connectionDidEnd(self) } else { state.peerEndedAfterHeld = true }
         case .failed:
             close()
         }
@@ -297,6 +301,8 @@ public final class TCPConnection {
             // The peer said goodbye (close_notify) and has had its answers: ours goes after them.
             tls.shutdown()
             sendTLSOutput()
+            // A write that failed (the peer reset) has closed the connection already.
+            guard !state.isClosed else { return }
         }
         state.isClosed = true
         // Stopped, not released: this may run inside its callback; it goes with the connection.

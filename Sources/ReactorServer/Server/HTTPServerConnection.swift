@@ -222,7 +222,8 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
         state.isMidRequest = false
         if !hasPendingResponses {
-            tcp.close()
+            // Answers still on their way to the peer go first.
+            if tcp.queuedBytes > 0 { tcp.closeAfterWriting() } else { tcp.close() }
         } else if !state.held.isEmpty {
             state.peerEnded = true
         } else {
