@@ -205,6 +205,7 @@ public final class Core<StateType: State>: @unchecked Sendable {
     /// Applies `events` as one job at once, on the same terms as `fireIfIdle(event:origin:)`, and
     /// returns what `fire(events:mode:origin:completion:)` would have passed its completion; nil,
     /// having done nothing, when they would have to wait for their turn.
+    @inlinable
     public func fireIfIdle(events: [any Event], mode: BatchMode, origin: (any Sendable)?) -> Result<BatchOutcome, BatchRejection>? {
         guard executor.isCurrent, !draining, pending.isEmpty, inbox.isEmpty || holdsInbox else { return nil }
         draining = true
@@ -587,8 +588,11 @@ public final class Core<StateType: State>: @unchecked Sendable {
 
     /// The longest all-or-nothing batch whose intermediate states are kept until all its events
     /// are accepted; a longer one is applied twice instead (see `applyBatch`).
-    static var batchStatesKept: Int { 8 }
+    @usableFromInline static var batchStatesKept: Int { 8 }
 
+    /// Inlinable, as `applyIfIdle` is: a host that fires batches on the executor (a server's
+    /// `POST /events` with an array) gets it specialized for its state.
+    @inlinable
     func applyBatch(_ events: [any Event], mode: BatchMode, origin: (any Sendable)?) -> Result<BatchOutcome, BatchRejection> {
         switch mode {
         case .prune:

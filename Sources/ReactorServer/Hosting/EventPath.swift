@@ -134,48 +134,59 @@ final class EventPath<StateType: HostedState> {
         if let problem = StateType.admissionProblem(ofRequestWith: events) {
             return answer(Problem.forEvent(problem, index: nil).response)
         }
-        let waiting = LoopBound((pipeline: pipeline, answer: answer, answeredKey: answeredKey), loop: loop)
-        core.fire(events: events, mode: mode, origin: origin) { [undecodable, positions] result in
-            let (pipeline, answer, answeredKey) = waiting.value
-            switch result {
-            case .success(let outcome):
-                if outcome.applied > 0 {
-                    let refused = Set(outcome.rejected.map(\.index))
-                    let applied = positions.indices.filter { !refused.contains($0) }.map { positions[$0] }
-                    pipeline.markBatch(versions: (outcome.version - UInt64(outcome.applied) + 1)...outcome.version, postedIndices: applied)
-                }
-                var rejected = undecodable
-                // Positions in the posted array: `outcome` counts only the events that decoded.
-                rejected += outcome.rejected.map { (positions[$0.index], Problem.forEvent($0.error, index: positions[$0.index])) }
-                rejected.sort { $0.index < $1.index }
-                var members: JSON.Object = ["version": .integer(Int64(outcome.version)), "applied": .integer(Int64(outcome.applied))]
-                if mode == .prune {
-                    members["rejected"] = .array(rejected.map { JSON.object(["index": .integer(Int64($0.index)), "problem": $0.problem.json]) })
-                }
-                // The key goes with the last event; its answer takes the version that event is
-                // appended at (in a cluster, perhaps another, after others appended first).
-                guard outcome.applied > 0 else {
-                    // Nothing of this request's to wait for: the state as clients may see it now.
-                    // (The core's version may be another request's event, which a shared log may
-                    // yet apply again at another version, or drop.)
-                    members["version"] = .integer(Int64(pipeline.publishedVersion))
-                    return answer(.json(JSON.object(members).jsonBytes))
-                }
-                if let answeredKey {
-                    pipeline.answer(answeredKey, withEventOf: outcome.version, members: members)
-                }
-                pipeline.whenPublished(outcome.version) { published in
-                    switch published {
-                    case .success(let version):
-                        members["version"] = .integer(Int64(version))
-                        answer(.json(JSON.object(members).jsonBytes))
-                    case .failure(let problem):
-                        answer(problem.response)
-                    }
-                }
-            case .failure(let rejection):
-                answer(Problem.forEvent(rejection.error, index: positions[rejection.index]).response)
+        // At once when the core is idle, as it nearly always is; behind a job already queued otherwise.
+        if let applied = core.fireIfIdle(events: events, mode: mode, origin: origin) {
+            return settleBatch(applied, mode: mode, positions: positions, undecodable: undecodable, answeredKey: answeredKey, answer: answer)
+        }
+        let waiting = LoopBound((path: self, answer: answer, answeredKey: answeredKey), loop: loop)
+        core.fire(events: events, mode: mode, origin: origin) { [undecodable, positions] applied in
+            let (path, answer, answeredKey) = waiting.value
+            path.settleBatch(applied, mode: mode, positions: positions, undecodable: undecodable, answeredKey: answeredKey, answer: answer)
+        }
+    }
+
+    /// What the core said of a batch, passed on once its last event is published. `positions` are
+    /// the decoded events' places in the posted array; `undecodable`, the others' problems.
+    private func settleBatch(_ result: Result<BatchOutcome, BatchRejection>, mode: BatchMode, positions: [Int], undecodable: [(index: Int, problem: Problem)],
+                             answeredKey: CommitPipeline<StateType>.AnsweredKey?, answer: @escaping (HTTPResponse) -> Void) {
+        switch result {
+        case .success(let outcome):
+            if outcome.applied > 0 {
+                let refused = Set(outcome.rejected.map(\.index))
+                let applied = positions.indices.filter { !refused.contains($0) }.map { positions[$0] }
+                pipeline.markBatch(versions: (outcome.version - UInt64(outcome.applied) + 1)...outcome.version, postedIndices: applied)
             }
+            var rejected = undecodable
+            // Positions in the posted array: `outcome` counts only the events that decoded.
+            rejected += outcome.rejected.map { (positions[$0.index], Problem.forEvent($0.error, index: positions[$0.index])) }
+            rejected.sort { $0.index < $1.index }
+            var members: JSON.Object = ["version": .integer(Int64(outcome.version)), "applied": .integer(Int64(outcome.applied))]
+            if mode == .prune {
+                members["rejected"] = .array(rejected.map { JSON.object(["index": .integer(Int64($0.index)), "problem": $0.problem.json]) })
+            }
+            // The key goes with the last event; its answer takes the version that event is
+            // appended at (in a cluster, perhaps another, after others appended first).
+            guard outcome.applied > 0 else {
+                // Nothing of this request's to wait for: the state as clients may see it now.
+                // (The core's version may be another request's event, which a shared log may
+                // yet apply again at another version, or drop.)
+                members["version"] = .integer(Int64(pipeline.publishedVersion))
+                return answer(.json(JSON.object(members).jsonBytes))
+            }
+            if let answeredKey {
+                pipeline.answer(answeredKey, withEventOf: outcome.version, members: members)
+            }
+            pipeline.whenPublished(outcome.version) { published in
+                switch published {
+                case .success(let version):
+                    members["version"] = .integer(Int64(version))
+                    answer(.json(JSON.object(members).jsonBytes))
+                case .failure(let problem):
+                    answer(problem.response)
+                }
+            }
+        case .failure(let rejection):
+            answer(Problem.forEvent(rejection.error, index: positions[rejection.index]).response)
         }
     }
 
