@@ -153,7 +153,7 @@ struct Serve: ParsableCommand {
             if let config { (fileSettings, unknownKeys) = try Settings.file(config) }
             let settings = try flagSettings().resolved(over: Settings.environment().resolved(over: fileSettings))
             let server = try settings.serverConfiguration()
-            try serve(settings, server, unknownKeys: unknownKeys)
+            try serve(settings, server, unknownKeys: unknownKeys, exposesTokens: config.map { fileSettings.tokens?.isEmpty == false && Settings.isReadableByOthers($0) } ?? false)
         } catch let error as ConfigurationError {
             throw ValidationError(error.description)
         }
@@ -226,7 +226,8 @@ struct Serve: ParsableCommand {
         return taken
     }
 
-    private func serve(_ settings: Settings, _ configuration: ServerConfiguration, unknownKeys: [String]) throws {
+    /// `exposesTokens`: the config file holds token secrets that other users may read.
+    private func serve(_ settings: Settings, _ configuration: ServerConfiguration, unknownKeys: [String], exposesTokens: Bool) throws {
         let level = settings.logLevel ?? .info
         // A pipe nobody reads loses log lines rather than stopping the server.
         LogOutput.makeNonBlockingIfItCanStall()
@@ -241,7 +242,7 @@ struct Serve: ParsableCommand {
         // them, but formatted by the server and written once per turn of its loop.
         var configuration = configuration
         configuration.routineLogLines = .standardError
-        if let config, Settings.holdsTokensReadableByOthers(config) {
+        if let config, exposesTokens {
             logger.warning("the config file holds token secrets and other users may read it: chmod 600 it, or give the tokens through REACTORD_TOKENS", metadata: ["file": "\(config)"])
         }
         if !unknownKeys.isEmpty {

@@ -383,12 +383,10 @@ extension Settings {
     ]
 
     /// A JSON config file (docs/configuration.md). Returns the settings and the keys it did not know.
-    /// Whether the config file at `path` names tokens and its mode lets users other than its owner
-    /// read it.
-    static func holdsTokensReadableByOthers(_ path: String) -> Bool {
+    /// Whether users other than its owner may read the file at `path`.
+    static func isReadableByOthers(_ path: String) -> Bool {
         var status = stat()
-        guard stat(path, &status) == 0, status.st_mode & 0o044 != 0, let settings = try? file(path).0 else { return false }
-        return settings.tokens?.isEmpty == false
+        return stat(path, &status) == 0 && status.st_mode & 0o044 != 0
     }
 
     static func file(_ path: String) throws(ConfigurationError) -> (Settings, unknownKeys: [String]) {
@@ -501,9 +499,12 @@ extension Settings {
             guard let perSecond = rate.doubleValue, perSecond > 0 else {
                 throw ConfigurationError("config file \(path): token \(name): \"eventsPerSecond\" must be a positive number")
             }
-            let burst = entry["burst"]?.doubleValue
-            if entry["burst"] != nil && burst == nil || burst.map({ $0 < 1 }) == true {
-                throw ConfigurationError("config file \(path): token \(name): \"burst\" must be a number, at least 1")
+            var burst: Double?
+            if let given = entry["burst"] {
+                guard let value = given.doubleValue, value >= 1 else {
+                    throw ConfigurationError("config file \(path): token \(name): \"burst\" must be a number, at least 1")
+                }
+                burst = value
             }
             rateLimit = RateLimit(perSecond: perSecond, burst: burst)
         } else if entry["burst"] != nil {

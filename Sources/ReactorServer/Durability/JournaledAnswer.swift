@@ -20,8 +20,11 @@ public struct JournaledAnswer: Sendable, Hashable {
     /// events, answered by its last.
     public let body: [UInt8]?
 
-    /// The client (token name) the key belongs to: what its scoped form holds before the NUL.
-    var client: Substring {
+    /// The client (token name) the key belongs to.
+    var client: Substring { Self.client(ofScopedKey: key) }
+
+    /// The client a scoped key (`IdempotencyCache.scopedKey`) belongs to: what it holds before its NUL.
+    static func client(ofScopedKey key: String) -> Substring {
         key.firstIndex(of: "\u{0}").map { key[..<$0] } ?? ""
     }
 

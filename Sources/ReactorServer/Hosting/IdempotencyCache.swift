@@ -67,13 +67,9 @@ final class IdempotencyCache {
     /// UUID is 36 bytes), not a payload.
     static let maximumKeyBytes = 255
 
+    /// The client, a NUL, the key: `JournaledAnswer.client(ofScopedKey:)` reads the client back.
     static func scopedKey(_ key: String, client: String?) -> String {
         (client ?? "") + "\u{0}" + key
-    }
-
-    /// The client a scoped key belongs to: what comes before its NUL.
-    private static func client(of scopedKey: String) -> Substring {
-        scopedKey.firstIndex(of: "\u{0}").map { scopedKey[..<$0] } ?? ""
     }
 
     /// The same in every process, so that a cluster's other servers and this one after a restart
@@ -83,7 +79,7 @@ final class IdempotencyCache {
     }
 
     func admit(_ key: String, displayKey: String, fingerprint: String, now: UInt64) -> Admission {
-        let client = Self.client(of: key)
+        let client = JournaledAnswer.client(ofScopedKey: key)
         partitions[client, default: Partition()].expire(now: now)
         switch partitions[client]?.entries[key]?.state {
         case nil:
@@ -98,7 +94,7 @@ final class IdempotencyCache {
 
     /// Records the answer. Server errors are forgotten instead, so a retry tries again.
     func finish(_ key: String, fingerprint: String, response: HTTPResponse) {
-        let client = Self.client(of: key)
+        let client = JournaledAnswer.client(ofScopedKey: key)
         guard let entry = partitions[client]?.entries[key], case .inFlight = entry.state else { return }
         partitions[client]?.entries[key] = Self.remembers(response.status.code)
             ? Entry(state: .done(fingerprint: fingerprint, response: response), expiresAt: entry.expiresAt) : nil
@@ -106,13 +102,13 @@ final class IdempotencyCache {
 
     /// Takes back an answer given before a restart, for the rest of its window.
     func restore(_ key: String, fingerprint: String, response: HTTPResponse, expiresIn milliseconds: UInt64, now: UInt64) {
-        partitions[Self.client(of: key), default: Partition()].insert(key, .done(fingerprint: fingerprint, response: response),
+        partitions[JournaledAnswer.client(ofScopedKey: key), default: Partition()].insert(key, .done(fingerprint: fingerprint, response: response),
                                                                       expiresAt: now + min(milliseconds, window), capacity: capacity)
     }
 
     /// Drops an in-flight key without an answer (another server of a cluster holds it).
     func forget(_ key: String) {
-        let client = Self.client(of: key)
+        let client = JournaledAnswer.client(ofScopedKey: key)
         if let entry = partitions[client]?.entries[key], case .inFlight = entry.state { partitions[client]?.entries[key] = nil }
     }
 
