@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
-from conftest import assert_problem, curl_response, post_events, request, run_reactord
+from conftest import assert_problem, curl_response, post_events, raw, request, run_reactord
 
 TOKENS = [
     "--token", "reader:r3ad-s3cret:read",
@@ -143,6 +144,45 @@ def test_auth_comes_before_body_validation(secured):
     # Without a token nothing about the body is revealed, malformed or not.
     answer = request(secured, "POST", "/events", body=b"{nope", headers={"Content-Type": "application/json"})
     assert_problem(answer, 401, "unauthorized")
+
+
+HEAD_OF_A_BIG_POST = "POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 500000\r\n"
+
+
+@pytest.mark.parametrize("authorization, status", [(None, 401), ("Bearer wrong", 401), ("Bearer r3ad-s3cret", 403)])
+def test_a_request_the_token_cannot_make_is_refused_before_its_body_is_read(secured, authorization, status):
+    """A client without the right token cannot make the server hold a body's worth of memory: its
+    request is answered on its head, and the connection closes, the body unread."""
+    with raw(secured, timeout=3) as connection:
+        connection.send(HEAD_OF_A_BIG_POST + (f"Authorization: {authorization}\r\n" if authorization else "") + "\r\n" + "x" * 1000)
+        answer = connection.read_response()
+        assert_problem(answer, status, "unauthorized" if status == 401 else "forbidden")
+        assert answer.header("Connection") == "close"
+        assert connection.is_closed()
+    assert request(secured, "GET", "/state", headers=bearer("r3ad-s3cret")).json() == {}
+
+
+def test_expect_continue_without_a_token_is_answered_401_not_100(secured):
+    with raw(secured, timeout=3) as connection:
+        connection.send(HEAD_OF_A_BIG_POST + "Expect: 100-continue\r\n\r\n")
+        answer = connection.read_response()
+        assert answer.interim == [] and answer.status == 401, (answer.interim, answer.status)
+
+
+def test_a_token_holder_s_body_sent_after_its_head_is_read_and_applied(secured):
+    body = json.dumps(INCREMENT).encode()
+    with raw(secured, timeout=3) as connection:
+        connection.send(f"POST /events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer f1re-s3cret\r\n"
+                        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        time.sleep(0.2)
+        connection.send(body)
+        assert connection.read_response().status == 200
+        connection.send(f"POST /events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer f1re-s3cret\r\n"
+                        f"Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n")
+        assert connection.read_head()[1] == 100
+        connection.send(body)
+        assert connection.read_response().status == 200
+    assert request(secured, "GET", "/state", headers=bearer("r3ad-s3cret")).json() == {"n": 2}
 
 
 def test_unknown_paths_are_404_without_a_token(secured):

@@ -32,6 +32,7 @@ import json
 import re
 import shutil
 import signal
+import socket
 import textwrap
 import threading
 import time
@@ -1028,6 +1029,39 @@ def test_a_subscriber_resuming_on_a_node_behind_waits_for_it_rather_than_go_back
             assert message["type"] == "patch" and message["version"] == 6, message
         reader.join(10)
         assert past["answer"].status == 200 and past["answer"].json() == {"n": 4}, past
+    finally:
+        proxy.close()
+
+
+def test_a_request_pipelined_behind_a_waiting_stream_is_not_run_unanswered(cluster):
+    """An event stream takes its connection over once it is answered: requests pipelined behind it
+    get no answer. While it waits for its version, they must not run either: a POST among them would
+    be applied and its client never told. b's tail read is held 2 s on its way to Redis."""
+    proxy = HoldingProxy(cluster.redis.port, (b"XREAD",), seconds=2)
+    try:
+        a = cluster.node("a")
+        b = cluster._reactord("--redis", f"redis://{HOST}:{proxy.port}", "--redis-key", cluster.key, "--node-name", "b")
+        assert proxy.held.wait(10), "b's tail never read through the proxy"
+        for _ in range(5):
+            fire(a, INCREMENT)
+        wait_until(lambda: cluster_info(b)["head"] == 5, 3, interval=0.05, message="b learns the head")
+        body = json.dumps(INCREMENT)
+        with socket.create_connection((HOST, b.port), timeout=10) as connection:
+            connection.sendall(
+                (f"GET /stream?since=5 HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n"
+                 f"POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = connection.recv(4096)
+                assert chunk, f"b closed before answering the stream: {head!r}"
+                head += chunk
+            assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head, head
+            # The stream was answered once b reached version 5; the POST behind it, had it run,
+            # would have been appended since.
+            wait_for_version([b], 5)
+            time.sleep(1)
+            assert state_and_version(a) == ({"n": 5}, 5)
     finally:
         proxy.close()
 

@@ -201,6 +201,35 @@ def test_the_connection_limit_answers_503_over_tls_too(reactord, pair):
     wait_until(served, 5, message="served again once the first connection left")
 
 
+def test_refusals_waiting_for_their_handshakes_are_bounded(reactord, pair):
+    """Refused connections are answered once their handshakes are done, and each holds a TLS
+    session meanwhile: past 64 at a time, more are closed at once rather than held to the timeout."""
+    cert, key = pair
+    server = reactord("--tls-cert", cert, "--tls-key", key, "--max-connections", "1")
+    context = ssl.create_default_context(cafile=cert)
+    with socket.create_connection((HOST, server.port), timeout=5) as sock, context.wrap_socket(sock, server_hostname=HOST):
+        silent = [socket.create_connection((HOST, server.port), timeout=5) for _ in range(100)]
+        try:
+            closed = 0
+            deadline = time.monotonic() + 3
+            for connection in silent:
+                connection.settimeout(max(0.01, deadline - time.monotonic()))
+                try:
+                    if connection.recv(1) == b"":
+                        closed += 1
+                except ConnectionResetError:
+                    closed += 1
+                except socket.timeout:
+                    pass
+            assert closed >= 100 - 64, f"{closed} of 100 silent refused connections closed within 3 s"
+        finally:
+            for connection in silent:
+                connection.close()
+        # Once the silent ones are gone, refusals are answered again.
+        wait_until(lambda: curl("-sS", "-i", "--cacert", cert, f"https://127.0.0.1:{server.port}/state").stdout.startswith(b"HTTP/1.1 503"),
+                   5, message="a refusal answered 503 again")
+
+
 def test_a_certificate_that_cannot_serve_is_refused_at_start(tmp_path, pair):
     cert, key = pair
     other_cert, other_key = make_certificate(tmp_path, "other")

@@ -22,6 +22,10 @@ public final class HTTPRequestParser {
         /// Answer `100 Continue` (or a final status) before the client sends the body; the
         /// complete request follows as `.request`.
         case expectsContinue(HTTPRequest)
+        /// The head of a request whose body did not arrive with it (only when the parser was made
+        /// with `announcesBodies`): the caller may refuse the request before its body is read
+        /// (`stop()`, then answer and close). The complete request follows as `.request`.
+        case bodyFollows(HTTPRequest)
         case request(HTTPRequest)
         /// An upgrade (e.g. WebSocket) or CONNECT request. `leftover` holds the input that
         /// followed it; it and everything read later belong to the new protocol. The parser stops
@@ -36,7 +40,7 @@ public final class HTTPRequestParser {
         /// After `.upgrade`: the connection speaks another protocol now.
         case upgraded
         /// After a request without keep-alive (RFC 9112 §9.6: no further requests may be
-        /// processed), or after `finish()`. Further input is ignored.
+        /// processed), after `finish()` or `stop()`. Further input is ignored.
         case closed
         case failed(HTTPParseError)
     }
@@ -78,9 +82,13 @@ public final class HTTPRequestParser {
     private let assembly: UnsafeMutablePointer<HTTPRequestAssembly>
 
     private let maxBodyWireBytes: Int
+    private let announcesBodies: Bool
 
-    public init(limits: HTTPLimits = HTTPLimits()) {
+    /// With `announcesBodies`, a request whose body is still to come is announced by its head
+    /// first (`.bodyFollows`).
+    public init(limits: HTTPLimits = HTTPLimits(), announcesBodies: Bool = false) {
         self.limits = limits
+        self.announcesBodies = announcesBodies
         // Chunked framing may cost as much again as the content, plus a head's worth for
         // trailers and extensions; beyond that a client is only making us spin.
         let (doubled, overflow1) = limits.maxBodyBytes.multipliedReportingOverflow(by: 2)
@@ -140,8 +148,11 @@ public final class HTTPRequestParser {
                 llhttp_resume(llhttp)
                 // llhttp may have work left that needs no input (completing a bodiless message).
                 progress.hasWorkWithoutInput = true
-                if assembly.pointee.request.expectsContinue && assembly.pointee.bodyPending {
-                    return .expectsContinue(assembly.pointee.request)
+                if assembly.pointee.bodyPending {
+                    if assembly.pointee.request.expectsContinue { return .expectsContinue(assembly.pointee.request) }
+                    if announcesBodies && (progress.chunkedFraming != nil || llhttp.pointee.content_length > UInt64(input.count)) {
+                        return .bodyFollows(assembly.pointee.request)
+                    }
                 }
             case HPE_PAUSED:
                 llhttp_resume(llhttp)
@@ -193,6 +204,11 @@ public final class HTTPRequestParser {
         guard code == HPE_OK else { return fail(translate(code), &nothing) }
         close(&nothing)
         return nil
+    }
+
+    /// Reads nothing more: the caller refused the request being read (on its head) and closes.
+    public func stop() {
+        if case .parsing = progress.phase { progress.phase = .closed }
     }
 
     /// Keeps speaking HTTP/1.1 after an `.upgrade` the server will not perform (e.g. an

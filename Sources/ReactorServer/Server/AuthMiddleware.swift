@@ -2,7 +2,7 @@ import CUV
 
 /// Authenticates bearer tokens and checks the route's scope: 401 without a valid token, 403 without
 /// the scope. With no tokens configured every request passes.
-struct AuthMiddleware: HTTPMiddleware {
+struct AuthMiddleware: HeadCheckingMiddleware {
     /// One per configured token.
     let principals: [Principal]
 
@@ -14,20 +14,33 @@ struct AuthMiddleware: HTTPMiddleware {
         guard !principals.isEmpty, let scope = context.scope else {
             return next(request, context, respond)
         }
+        let (principal, problem) = check(request, scope: scope)
+        // Named even when refused its scope, for the request's log line.
+        if let principal { context.principal = principal }
+        if let problem { return respond(problem.response) }
+        next(request, context, respond)
+    }
+
+    func problem(withHead head: HTTPRequest, scope: Scope?) -> Problem? {
+        guard !principals.isEmpty, let scope else { return nil }
+        return check(head, scope: scope).problem
+    }
+
+    /// Who presented the request's token, and why the request is refused `scope` (nil: it is not).
+    private func check(_ request: HTTPRequest, scope: Scope) -> (principal: Principal?, problem: Problem?) {
         if request.queryRepeats("access_token") {
-            return respond(Problem.invalidParameter("access_token", "given more than once: which one was meant cannot be known").response)
+            return (nil, .invalidParameter("access_token", "given more than once: which one was meant cannot be known"))
         }
         guard let presented = Self.bearerToken(in: request) else {
-            return respond(Problem.unauthorized("this endpoint needs a bearer token with the \(scope.rawValue) scope: send Authorization: Bearer <token>", invalidToken: false).response)
+            return (nil, .unauthorized("this endpoint needs a bearer token with the \(scope.rawValue) scope: send Authorization: Bearer <token>", invalidToken: false))
         }
         guard let principal = authenticate(presented) else {
-            return respond(Problem.unauthorized("the bearer token is not valid", invalidToken: true).response)
+            return (nil, .unauthorized("the bearer token is not valid", invalidToken: true))
         }
-        context.principal = principal
         guard principal.token.allows(scope) else {
-            return respond(Problem.forbidden("token \(principal.name) lacks the \(scope.rawValue) scope this endpoint needs").response)
+            return (principal, .forbidden("token \(principal.name) lacks the \(scope.rawValue) scope this endpoint needs"))
         }
-        next(request, context, respond)
+        return (principal, nil)
     }
 
     /// The token, compared in constant time against every configured one so that timing tells nothing.

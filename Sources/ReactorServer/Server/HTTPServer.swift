@@ -11,6 +11,8 @@ public final class HTTPServer {
     let logger: Logger
     private let routes: RouteTable
     private let responder: HTTPResponder
+    /// The middleware that may refuse a request on its head, before its body is read.
+    private let headChecks: [any HeadCheckingMiddleware]
     /// The server's listeners, connections and counters, as they change on the loop.
     private struct State {
         var listener: TCPListener?
@@ -27,6 +29,8 @@ public final class HTTPServer {
         var onDrained: (() -> Void)?
         /// During a shutdown, when the connections still open are closed whatever they are doing.
         var closeIdleBefore: UInt64?
+        /// Refused TLS connections waiting for their handshakes to answer them (`RefusedTLSConnection`).
+        var tlsRefusals = 0
         /// Connections the kernel could not hand over since the last line said so, and when it did.
         var acceptFailures = 0
         var acceptFailureLoggedAt: UInt64 = 0
@@ -82,6 +86,7 @@ public final class HTTPServer {
         self.logger = logger
         requestTimeoutMilliseconds = milliseconds(seconds: configuration.requestTimeout)
         idleTimeoutMilliseconds = milliseconds(seconds: configuration.idleTimeout)
+        headChecks = middleware.compactMap { $0 as? any HeadCheckingMiddleware }
         responder = middleware.chained { [routes] request, context, respond in
             routes.respond(to: request, context: context, respond: respond)
         }
@@ -189,15 +194,23 @@ public final class HTTPServer {
     }
 
     /// Answers a connection it will not serve, and closes it: at once in plain TCP, once the
-    /// handshake is done over TLS.
+    /// handshake is done over TLS. Past `maxTLSRefusals` waiting for their handshakes, a TLS
+    /// connection is closed unanswered: each holds a TLS session until its handshake ends or times
+    /// out, and refusals must not hold more than the connections they keep out.
     private func refuse(_ tcp: TCPConnection, _ problem: Problem, tls: Bool) {
         let answer = { [unowned self] (tcp: TCPConnection) in
             write(problem.response, isHead: false, closing: true, keepAliveHeader: false, to: tcp)
             tcp.closeAfterWriting()
         }
         guard tls, tcp.tls != nil else { return answer(tcp) }
-        RefusedTLSConnection(tcp: tcp, loop: loop, timeoutMilliseconds: requestTimeoutMilliseconds, answer: answer)
+        guard state.tlsRefusals < Self.maxTLSRefusals else { return tcp.close() }
+        state.tlsRefusals += 1
+        RefusedTLSConnection(tcp: tcp, loop: loop, timeoutMilliseconds: requestTimeoutMilliseconds, answer: answer,
+                             closed: { [unowned self] in state.tlsRefusals -= 1 })
     }
+
+    /// How many refused TLS connections may wait for their handshakes at a time, to be answered.
+    static let maxTLSRefusals = 64
 
     func connectionClosed(_ connection: HTTPServerConnection) {
         state.connections[ObjectIdentifier(connection)] = nil
@@ -242,6 +255,21 @@ public final class HTTPServer {
         }
         routes.route(request, into: context)
         responder(request, context) { response in context.connection?.complete(context, response) }
+    }
+
+    /// Whether a connection's requests are shown to the server by their heads before their bodies
+    /// are read (`problem(withHead:)`).
+    var checksHeads: Bool { !headChecks.isEmpty }
+
+    /// Why the request with `head`, whose body is still to come, is refused before it is read; nil
+    /// to read it.
+    func problem(withHead head: HTTPRequest) -> Problem? {
+        guard !headChecks.isEmpty else { return nil }
+        let scope = routes.scope(of: head)
+        for check in headChecks {
+            if let problem = check.problem(withHead: head, scope: scope) { return problem }
+        }
+        return nil
     }
 
     /// Answers what a connection could not take as a request (malformed, too large, too slow) through

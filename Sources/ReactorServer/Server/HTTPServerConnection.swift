@@ -35,10 +35,15 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         var isMidRequest = false
         var isClosing = false
         /// An answer took the connection over (a `text/event-stream` subscription): HTTP ends there,
-        /// as at an upgrade. Requests the client pipelined after it get no answer.
+        /// as at an upgrade. Requests the client pipelined after it get no answer, and are not run.
         var isTakenOver = false
         /// The newest request that may change the state (anything but GET, HEAD and OPTIONS).
         var lastWriteSequence: UInt64?
+        /// A read the server did not answer at once (a subscription waiting for a version this node
+        /// has not reached, a page of history read from Redis). Its answer may take the connection
+        /// over, after which what was pipelined behind it gets no answer: so that nothing runs
+        /// unanswered, what follows it is held until it is answered (see `readIsUnanswered`).
+        var awaitedRead: UInt64?
         /// Read after a write that is not answered yet: held back until it is (see `writeIsUnanswered`).
         var held: Deque<Held> = []
         var isDispatchingHeld = false
@@ -79,7 +84,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     init(tcp: TCPConnection, server: HTTPServer) {
         self.tcp = tcp
         self.server = server
-        parser = HTTPRequestParser(limits: server.configuration.limits)
+        parser = HTTPRequestParser(limits: server.configuration.limits, announcesBodies: server.checksHeads)
         deadline = server.now + server.idleTimeoutMilliseconds
         super.init()
         tcp.delegate = self
@@ -97,6 +102,12 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private var writeIsUnanswered: Bool {
         guard let write = state.lastWriteSequence else { return false }
         return write >= state.firstSlotSequence
+    }
+
+    /// Whether requests must wait for a read the server has not answered yet (`State.awaitedRead`).
+    private var readIsUnanswered: Bool {
+        guard let read = state.awaitedRead else { return false }
+        return read >= state.firstSlotSequence
     }
 
     private static func isRead(_ request: HTTPRequest) -> Bool {
@@ -118,7 +129,8 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     /// Parses `bytes` and handles the requests in them; returns the bytes after an upgrade offer
     /// this server declined, which are requests again, to parse next.
     private func parse(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard !state.isTakenOver else { return nil }
+        // Nothing after the last answer: not after a takeover, nor after a request that closes.
+        guard !state.isTakenOver, state.closeAfter == nil else { return nil }
         if !state.isMidRequest {
             state.isMidRequest = true
             deadline = server.now + server.requestTimeoutMilliseconds
@@ -136,15 +148,18 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                     fail(with: problem, head: request)
                     return nil
                 }
-                if !state.held.isEmpty || (Self.isRead(request) && writeIsUnanswered) {
+                if !state.held.isEmpty || readIsUnanswered || (Self.isRead(request) && writeIsUnanswered) {
                     state.held.append(.request(request))
                 } else {
                     handle(request)
                     parser.recycle(request)
                     if state.isTakenOver { return nil }
                 }
-            case .expectsContinue:
+            case .expectsContinue(let head):
+                if refusedOnHead(head) { return nil }
                 if hasPendingResponses { state.continueOwed = true } else { tcp.write(Self.continueLine) }
+            case .bodyFollows(let head):
+                if refusedOnHead(head) { return nil }
             case .upgrade(let request, let leftover):
                 state.isMidRequest = false
                 if let problem = Self.hostProblem(request) {
@@ -160,13 +175,13 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                     // Another protocol (h2c, say): ignore the offer and go on speaking HTTP/1.1.
                     parser.declineUpgrade()
                     state.isMidRequest = !leftover.isEmpty
-                    if !state.held.isEmpty || writeIsUnanswered { state.held.append(.request(request)) } else { handle(request) }
+                    if !state.held.isEmpty || writeIsUnanswered || readIsUnanswered { state.held.append(.request(request)) } else { handle(request) }
                     guard !state.isTakenOver, !leftover.isEmpty, isReadingOn(unparsed: leftover[...]) else { return nil }
                     pauseReadingIfPipelinedTooDeep()
                     return leftover
                 }
                 // HTTP ends here: the route answers 101 and takes the connection over, or refuses and closes.
-                if !state.held.isEmpty || writeIsUnanswered {
+                if !state.held.isEmpty || writeIsUnanswered || readIsUnanswered {
                     state.held.append(.upgrade(request, leftover: leftover))
                 } else {
                     upgrade(request, leftover: leftover)
@@ -181,6 +196,16 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
         pauseReadingIfPipelinedTooDeep()
         return nil
+    }
+
+    /// Answers a request the server refuses on its head (`HTTPServer.problem(withHead:)`) without
+    /// reading its body, and closes after the answer: the body would come next.
+    private func refusedOnHead(_ head: HTTPRequest) -> Bool {
+        guard let problem = server.problem(withHead: head) else { return false }
+        parser.stop()
+        state.isMidRequest = false
+        fail(with: problem, head: head)
+        return true
     }
 
     /// After a request: whether to go on reading what follows it (`unparsed`). Not once the
@@ -242,8 +267,10 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         let sequence = state.nextSequence
         state.nextSequence += 1
         if !request.keepAlive || (state.peerEnded && state.held.isEmpty) { state.closeAfter = sequence }
-        if !Self.isRead(request) { state.lastWriteSequence = sequence }
+        let isRead = Self.isRead(request)
+        if !isRead { state.lastWriteSequence = sequence }
         server.handle(request, from: self, sequence: sequence)
+        if isRead && state.firstSlotSequence <= sequence { state.awaitedRead = sequence }
     }
 
     private func upgrade(_ request: HTTPRequest, leftover: [UInt8]) {
@@ -260,11 +287,11 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         while let next = state.held.first, !tcp.isClosed {
             switch next {
             case .request(let request):
-                if Self.isRead(request) && writeIsUnanswered { return }
+                if readIsUnanswered || (Self.isRead(request) && writeIsUnanswered) { return }
                 state.held.removeFirst()
                 handle(request)
             case .upgrade(let request, let leftover):
-                if writeIsUnanswered { return }
+                if writeIsUnanswered || readIsUnanswered { return }
                 state.held.removeFirst()
                 return upgrade(request, leftover: leftover)
             case .failure(let problem, let head):

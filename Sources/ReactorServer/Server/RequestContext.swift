@@ -90,6 +90,15 @@ public protocol HTTPMiddleware {
     func handle(_ request: HTTPRequest, context: RequestContext, next: HTTPResponder, respond: @escaping (HTTPResponse) -> Void)
 }
 
+/// A middleware that can refuse a request on its head alone, before its body is read: the server
+/// asks it when a body is still to come, so that a client it would refuse (without a token, say)
+/// cannot make the server hold a body's worth of memory, nor be told `100 Continue`. It still sees
+/// the whole request through `handle` when it lets the head pass.
+protocol HeadCheckingMiddleware: HTTPMiddleware {
+    /// Why a request with this head and a route needing `scope` is refused; nil to read its body.
+    func problem(withHead head: HTTPRequest, scope: Scope?) -> Problem?
+}
+
 /// A responder in an object. Function values kept in generic storage (an Optional, an Array, a
 /// `reduce`) are stored in their most general form, and every call through them wraps the `respond`
 /// argument in a new thunk: an allocation per request per layer. A field keeps them concrete; and

@@ -115,14 +115,7 @@ final class RouteTable {
     /// Fills in the context's route and scope for `request`, and its endpoint when that is an
     /// answer of the router's own (404, 405, `OPTIONS`).
     func route(_ request: HTTPRequest, into context: RequestContext) {
-        let (bytes, ranges, count) = (pathBytes, pathRanges, routes.count)
-        var found = request.withOriginFormPath { Self.entryIndex(forBytes: $0, in: bytes, at: ranges, count: count) }
-            ?? entryIndex(for: request.path)
-        if found == nil, let decoded = HTTPPercentDecoding.decodingUnreserved(request.path) {
-            // `/%73tate` is `/state`: tried only once the path as sent named nothing.
-            found = entryIndex(for: decoded)
-        }
-        guard let index = found else {
+        guard let index = pathIndex(of: request) else {
             if request.method == .options && request.target == "*" {
                 // What the server allows in general: every method some route takes.
                 let methods = Set(routes.flatMap { $0.routes.map(\.method) })
@@ -135,8 +128,7 @@ final class RouteTable {
             return
         }
         context.routeIndex = index
-        let method = request.method == .head ? HTTPMethod.get : request.method
-        for entry in entryRanges[index] where entries[entry].method == method {
+        if let entry = entry(of: request, at: index) {
             context.scope = entries[entry].scope
             context.routeEntry = entry
             return
@@ -149,6 +141,30 @@ final class RouteTable {
         } else {
             context.endpoint = Endpoint(respond: Router.answer(.methodNotAllowed(request.method, path: request.path, allowed: allowed)))
         }
+    }
+
+    /// The scope the route of `request` needs; nil when it needs none, or no route takes it.
+    func scope(of request: HTTPRequest) -> Scope? {
+        guard let index = pathIndex(of: request), let entry = entry(of: request, at: index) else { return nil }
+        return entries[entry].scope
+    }
+
+    /// The index of the path `request` names.
+    private func pathIndex(of request: HTTPRequest) -> Int? {
+        let (bytes, ranges, count) = (pathBytes, pathRanges, routes.count)
+        if let found = request.withOriginFormPath({ Self.entryIndex(forBytes: $0, in: bytes, at: ranges, count: count) })
+            ?? entryIndex(for: request.path) {
+            return found
+        }
+        // `/%73tate` is `/state`: tried only once the path as sent named nothing.
+        return HTTPPercentDecoding.decodingUnreserved(request.path).flatMap { entryIndex(for: $0) }
+    }
+
+    /// The entry that serves `request`'s method on the path at `index`.
+    private func entry(of request: HTTPRequest, at index: Int) -> Int? {
+        let method = request.method == .head ? HTTPMethod.get : request.method
+        for entry in entryRanges[index] where entries[entry].method == method { return entry }
+        return nil
     }
 
     /// The answer to a request no route takes: `CONNECT` and `TRACE` are methods reactord does not

@@ -58,6 +58,45 @@ final class HTTPConnectionSemanticsTests: XCTestCase, HTTPParserTesting {
         XCTAssertEqual(all, [.expectsContinue(early), .request(request)])
     }
 
+    func testWithAnnouncedBodiesAHeadWhoseBodyIsStillToComeComesFirst() throws {
+        let head = "POST /events HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"
+        let parser = HTTPRequestParser(announcesBodies: true)
+        var events: [Event] = []
+        bytes(head + "he").withUnsafeBytes { parser.feed($0) { events.append($0) } }
+        guard events.count == 1, case .bodyFollows(let early) = events[0] else {
+            return XCTFail("expected .bodyFollows alone, got \(events)")
+        }
+        XCTAssertEqual(early.target, "/events")
+        XCTAssertEqual(early.body, [])
+        events = []
+        bytes("llo").withUnsafeBytes { parser.feed($0) { events.append($0) } }
+        XCTAssertEqual(try XCTUnwrap(onlyRequest(events)).body, bytes("hello"))
+
+        // A body that came whole with its head, or no body: nothing announced.
+        let whole = HTTPRequestParser(announcesBodies: true)
+        events = []
+        bytes(head + "hello" + "GET / HTTP/1.1\r\nHost: a\r\n\r\n").withUnsafeBytes { whole.feed($0) { events.append($0) } }
+        XCTAssertEqual(requests(events).map(\.target), ["/events", "/"])
+        XCTAssertEqual(events.count, 2)
+
+        // A chunked body's length is not known ahead: announced. Stopped there, nothing more is read.
+        let chunked = HTTPRequestParser(announcesBodies: true)
+        events = []
+        bytes("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n").withUnsafeBytes { input in
+            chunked.feed(input) { event in
+                events.append(event)
+                if case .bodyFollows = event { chunked.stop() }
+            }
+        }
+        XCTAssertEqual(events.count, 1)
+        XCTAssertEqual(chunked.phase, .closed)
+
+        // Without announcesBodies (the default) a body still to come is not announced.
+        events = []
+        bytes(head + "he").withUnsafeBytes { HTTPRequestParser().feed($0) { events.append($0) } }
+        XCTAssertEqual(events, [])
+    }
+
     func testExpectContinueWithChunkedBody() {
         let events = parseAllWays(
             "POST / HTTP/1.1\r\nExpect: 100-Continue\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n")

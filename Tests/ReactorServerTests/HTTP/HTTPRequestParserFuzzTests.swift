@@ -59,7 +59,7 @@ final class HTTPRequestParserFuzzTests: XCTestCase, HTTPParserTesting {
             switch last {
             case .error: outcomes.errors += 1
             case .request, .upgrade: outcomes.requests += 1
-            case .expectsContinue: XCTFail("ended waiting for a body despite EOF, \(context)")
+            case .expectsContinue, .bodyFollows: XCTFail("ended waiting for a body despite EOF, \(context)")
             }
         }
         // The mutations must exercise both outcomes, or this test proves little.
