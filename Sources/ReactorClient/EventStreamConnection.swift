@@ -35,7 +35,7 @@ final class EventStreamConnection: NSObject, RemoteConnection, URLSessionDataDel
     private var errorBody = Data()
 
     /// - Parameter idleTimeout: the longest silence before the stream counts as dropped.
-    init(endpoints: RemoteEndpoints, since: UInt64?, configuration: URLSessionConfiguration, idleTimeout: Duration,
+    init(endpoints: RemoteEndpoints, since: ResumePoint?, configuration: URLSessionConfiguration, idleTimeout: Duration,
          maximumMessageBytes: Int, report: @escaping @Sendable (ConnectionEvent) -> Void) {
         var request = endpoints.stream(since: since)
         // The watchdog below tells a silent stream; this is only a backstop. (A request's timeout is not

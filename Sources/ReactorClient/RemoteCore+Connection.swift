@@ -7,7 +7,7 @@ extension RemoteCore {
     func connect() {
         guard connection == nil, !currentStatus.isFinal else { return }
         let transport = chosenTransport ?? options.transport.first
-        let since = needsSnapshot ? nil : documentVersion
+        let since = needsSnapshot ? nil : documentVersion.map { ResumePoint(version: $0, history: documentHistory) }
         generation += 1
         let generation = generation
         let report: @Sendable (ConnectionEvent) -> Void = { [weak self] event in
@@ -69,10 +69,11 @@ extension RemoteCore {
 
     func apply(_ message: ServerMessage) throws(ServerMessage.Unreadable) {
         switch message {
-        case .snapshot(let version, let state):
+        case .snapshot(let version, let state, let history):
             // Taken even at a lower version: the server may have restarted without the versions we saw.
             currentCounts.snapshots += 1
             needsSnapshot = false
+            documentHistory = history
             // The same copy again (a resync that found nothing changed) is no news to subscribers.
             guard version != documentVersion || state != document else { return }
             replaceDocument(state, version: version)

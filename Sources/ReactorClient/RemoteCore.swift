@@ -36,6 +36,9 @@ public final class RemoteCore<StateType: Decodable & Sendable>: @unchecked Senda
     // The local copy, as of the last message applied.
     var document: JSON?
     var documentVersion: UInt64?
+    /// The history `documentVersion` belongs to, as the last snapshot named it: sent back with it on
+    /// resuming, so that a server that started over sends a snapshot.
+    var documentHistory: String?
     // The last copy that decoded, and why a later one did not.
     var decoded: (version: UInt64, state: StateType)?
     var decodingFailure: (version: UInt64, error: any Error)?

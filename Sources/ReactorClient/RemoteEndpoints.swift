@@ -12,19 +12,19 @@ struct RemoteEndpoints: Sendable {
     let path: JSONPointer
 
     /// `GET /subscribe` over WebSocket, resuming after `since` when given.
-    func subscribe(since: UInt64?) -> URLRequest {
+    func subscribe(since: ResumePoint?) -> URLRequest {
         var request = request(endpoint: "/subscribe", query: selectionQuery(since: since), webSocket: true)
         request.setValue("reactor.v1", forHTTPHeaderField: "Sec-WebSocket-Protocol")
         return request
     }
 
     /// `GET /stream` with Server-Sent Events, resuming after `since` when given.
-    func stream(since: UInt64?) -> URLRequest {
+    func stream(since: ResumePoint?) -> URLRequest {
         var request = request(endpoint: "/stream", query: selectionQuery(since: since), webSocket: false)
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
         // What a browser's EventSource sends; the `since` parameter says the same and wins.
-        if let since { request.setValue(String(since), forHTTPHeaderField: "Last-Event-ID") }
+        if let since { request.setValue(String(since.version), forHTTPHeaderField: "Last-Event-ID") }
         return request
     }
 
@@ -38,12 +38,14 @@ struct RemoteEndpoints: Sendable {
         return request
     }
 
-    private func selectionQuery(since: UInt64?) -> [(String, String)] {
+    private func selectionQuery(since: ResumePoint?) -> [(String, String)] {
         var query: [(String, String)] = []
         if !path.isRoot { query.append(("path", path.string)) }
-        if let since { query.append(("since", String(since))) }
+        if let since { query.append(("since", String(since.version))) }
+        if let history = since?.history { query.append(("history", history)) }
         return query
     }
+
 
     private func request(endpoint: String, query: [(String, String)], webSocket: Bool) -> URLRequest {
         guard var components = URLComponents(url: base, resolvingAgainstBaseURL: true) else {
@@ -76,4 +78,10 @@ struct RemoteEndpoints: Sendable {
         }
         return encoded
     }
+}
+
+/// Where a subscription resumes: after `version`, of the history the snapshot it came from named.
+struct ResumePoint: Sendable, Equatable {
+    let version: UInt64
+    let history: String?
 }

@@ -1,8 +1,9 @@
 /// One message from the server, the same over WebSocket and Server-Sent Events (docs/protocol.md).
 enum ServerMessage: Equatable {
     /// The selected value at `version`; it replaces whatever the client holds, even at a lower version
-    /// (the server may have restarted and lost versions).
-    case snapshot(version: UInt64, state: JSON)
+    /// (the server may have restarted and lost versions). `history` names the history the version
+    /// belongs to (nil from a server that does not say).
+    case snapshot(version: UInt64, state: JSON, history: String? = nil)
     /// The RFC 6902 operations from the previous version the client holds to `version`.
     case patch(version: UInt64, operations: [JSONPatchOperation])
     /// The whole selected value at `version` (subscriptions with `mode=state`).
@@ -37,7 +38,7 @@ enum ServerMessage: Equatable {
         }
         switch type {
         case "snapshot":
-            self = .snapshot(version: try version(), state: message["state"] ?? .null)
+            self = .snapshot(version: try version(), state: message["state"] ?? .null, history: message["history"]?.stringValue)
         case "state":
             self = .state(version: try version(), state: message["state"] ?? .null)
         case "patch":

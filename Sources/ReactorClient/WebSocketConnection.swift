@@ -23,7 +23,7 @@ final class WebSocketConnection: NSObject, RemoteConnection, URLSessionWebSocket
     private var session: URLSession?
     private var task: URLSessionWebSocketTask?
 
-    init(endpoints: RemoteEndpoints, since: UInt64?, configuration: URLSessionConfiguration, maximumMessageBytes: Int,
+    init(endpoints: RemoteEndpoints, since: ResumePoint?, configuration: URLSessionConfiguration, maximumMessageBytes: Int,
          report: @escaping @Sendable (ConnectionEvent) -> Void) {
         request = endpoints.subscribe(since: since)
         self.configuration = configuration

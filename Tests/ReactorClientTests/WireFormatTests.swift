@@ -27,6 +27,8 @@ final class WireFormatTests: XCTestCase {
 
     func testReadsEveryServerMessage() throws {
         XCTAssertEqual(try ServerMessage(text: #"{"type":"snapshot","version":12,"state":{"a":1}}"#), .snapshot(version: 12, state: ["a": 1]))
+        XCTAssertEqual(try ServerMessage(text: #"{"type":"snapshot","version":12,"state":{"a":1},"history":"h1"}"#),
+                       .snapshot(version: 12, state: ["a": 1], history: "h1"))
         XCTAssertEqual(try ServerMessage(text: #"{"type":"patch","version":13,"ops":[{"op":"replace","path":"/a","value":2}]}"#),
                        .patch(version: 13, operations: [.replace(path: try JSONPointer("/a"), value: 2)]))
         XCTAssertEqual(try ServerMessage(text: #"{"type":"state","version":13,"state":2}"#), .state(version: 13, state: 2))
@@ -59,8 +61,9 @@ final class WireFormatTests: XCTestCase {
     func testEndpointsKeepAPrefixEncodeThePathAndCarryTheToken() throws {
         let endpoints = RemoteEndpoints(base: URL(string: "https://example.com/reactor/")!, token: "s3cret",
                                         path: JSONPointer(tokens: ["a b", "c+d&e=f", "x/y"]))
-        let subscribe = endpoints.subscribe(since: 7)
-        XCTAssertEqual(subscribe.url?.absoluteString, "wss://example.com/reactor/subscribe?path=/a%20b/c%2Bd%26e%3Df/x~1y&since=7")
+        let subscribe = endpoints.subscribe(since: ResumePoint(version: 7, history: "9f2c4e71a0b35d86"))
+        XCTAssertEqual(subscribe.url?.absoluteString, "wss://example.com/reactor/subscribe?path=/a%20b/c%2Bd%26e%3Df/x~1y&since=7&history=9f2c4e71a0b35d86")
+        XCTAssertEqual(endpoints.stream(since: ResumePoint(version: 7, history: nil)).value(forHTTPHeaderField: "Last-Event-ID"), "7")
         XCTAssertEqual(subscribe.value(forHTTPHeaderField: "Sec-WebSocket-Protocol"), "reactor.v1")
         XCTAssertEqual(subscribe.value(forHTTPHeaderField: "Authorization"), "Bearer s3cret")
         let stream = endpoints.stream(since: nil)

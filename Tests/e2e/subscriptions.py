@@ -15,6 +15,7 @@ import copy
 import json
 import os
 import random
+import re
 import socket
 import struct
 from urllib.parse import quote
@@ -482,6 +483,14 @@ def subscribe(server: Reactord, target: str = "/subscribe", headers: dict | None
         close_timeout=2,
         ping_interval=None,
     )
+
+
+def without_history(message: dict) -> dict:
+    """A message less a snapshot's `history` (a name drawn at random), which must be there, as a
+    short token."""
+    if message.get("type") == "snapshot":
+        assert re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}", str(message.get("history"))), f"a snapshot without its history: {message}"
+    return {key: value for key, value in message.items() if key != "history"}
 
 
 def next_json(ws, timeout: float = 5) -> dict:

@@ -51,7 +51,7 @@ from journal import (
     state_and_version,
 )
 from sse import finished_stream
-from subscriptions import EventGenerator, apply_patch, assert_resumes, assert_silent, next_json, strict_equal, subscribe
+from subscriptions import apply_patch, assert_resumes, assert_silent, EventGenerator, next_json, strict_equal, subscribe, without_history
 
 FIRST_SEGMENT = "journal/00000000000000000001.log"
 
@@ -1238,6 +1238,55 @@ def test_a_subscriber_resumes_across_a_restart(reactord, data_dir, ending):
         assert message["type"] == "snapshot" and message["version"] == 31 and message.get("resumed") is False, message
 
 
+def history_of(server, **query) -> tuple[dict, str]:
+    """The snapshot a new subscriber gets, and the name of the history it gives."""
+    with subscribe(server, **query) as ws:
+        message = next_json(ws)
+    assert message["type"] == "snapshot" and isinstance(message.get("history"), str), message
+    return message, message["history"]
+
+
+def test_a_subscriber_resuming_on_a_server_that_started_over_gets_a_snapshot(reactord, data_dir):
+    """Versions mean one state only within one history: a server without a data directory starts
+    a new one at each start, as does a new or imported data directory. A client resuming with the
+    history its version came from gets a fresh snapshot from a server that started over, even at
+    the same version (which would otherwise send nothing, or another history's patches), and what
+    it missed from the same server after a restart."""
+    first = reactord()
+    for i in range(3):
+        fire(first, {"type": "set", "path": f"/old{i}", "value": i})
+    _, old = history_of(first)
+    first.stop()
+    second = reactord()
+    for i in range(5):
+        fire(second, {"type": "set", "path": f"/new{i}", "value": i})
+    snapshot, new = history_of(second)
+    assert new != old
+    for since in (3, 5):
+        with subscribe(second, since=since, history=old) as ws:
+            message = next_json(ws)
+        assert message == {**snapshot, "resumed": False}, (since, message)
+    status, _, records = finished_stream(second, f"/stream?history={old}", "-H", "Last-Event-ID: 3")
+    assert status == 200 and [(r.get("event"), json.loads(r["data"]).get("resumed")) for r in records if "data" in r] == [("snapshot", False)], records
+    # The same history resumes: patches, and nothing when up to date.
+    with subscribe(second, since=3, history=new) as ws:
+        assert [next_json(ws)["version"] for _ in range(2)] == [4, 5]
+        assert_silent(ws)
+    assert_problem(request(second, "GET", "/stream?history=a%20b"), 400, "invalid-parameter")
+
+    # A data directory keeps its history across restarts, and an import starts another.
+    server = start(reactord, data_dir)
+    fire(server, {"type": "increment", "path": "/n"})
+    _, kept = history_of(server)
+    stop(server)
+    server = start(reactord, data_dir)
+    fire(server, {"type": "increment", "path": "/n"})
+    with subscribe(server, since=1, history=kept) as ws:
+        assert next_json(ws)["type"] == "patch"
+    assert history_of(server)[1] == kept
+    stop(server)
+
+
 # ---------------------------------------------------------------------------------------------
 # Acknowledgements, subscribers and reads only see journaled states
 
@@ -1450,7 +1499,7 @@ def test_a_failed_journal_write_is_undone_and_never_acknowledged(reactord, data_
         assert [line["version"] for line in all_history(server)] == list(range(1, last_version + 1))
         assert state_and_version(server, f"?version={last_version - 1}") == (acked[-2][1], last_version - 1)
         with subscribe(server) as late:
-            assert next_json(late) == {"type": "snapshot", "version": last_version, "state": last_state}
+            assert without_history(next_json(late)) == {"type": "snapshot", "version": last_version, "state": last_state}
         assert_died_of_no_signal(server)
     stop(server)
 

@@ -49,12 +49,14 @@ export async function startServer(...args) {
 
 /**
  * A TCP proxy on 127.0.0.1 in front of a server. `drop()` destroys every connection through it (as a
- * lost network would, with an RST), `refuse` makes it cut new connections at once, `upstream` can be
- * pointed at another server (a "restart"), `accepted` counts connections
- * and `requests` lists their first lines.
+ * lost network would, with an RST), `freeze()` stops carrying anything over the connections open now
+ * while leaving them open (a network that went silent: no FIN, no RST), `refuse` makes it cut new
+ * connections at once, `upstream` can be pointed at another server (a "restart"), `accepted` counts
+ * connections and `requests` lists their first lines.
  */
 export async function startProxy(upstreamPort) {
   const pairs = new Set();
+  const frozen = new Set(); // pairs that carry nothing any more, still open
   const proxy = {
     upstream: upstreamPort,
     refuse: false,
@@ -62,6 +64,15 @@ export async function startProxy(upstreamPort) {
     requests: [], // the request line of each connection, e.g. "GET /subscribe?since=3 HTTP/1.1"
     drop() {
       for (const pair of pairs) for (const socket of pair) socket.resetAndDestroy();
+      pairs.clear();
+      for (const pair of frozen) for (const socket of pair) socket.resetAndDestroy();
+      frozen.clear();
+    },
+    freeze() {
+      for (const pair of pairs) {
+        for (const socket of pair) { socket.unpipe(); socket.pause(); }
+        frozen.add(pair);
+      }
       pairs.clear();
     },
     close() {
@@ -75,7 +86,7 @@ export async function startProxy(upstreamPort) {
     const upstream = net.connect(proxy.upstream, "127.0.0.1");
     const pair = [client, upstream];
     pairs.add(pair);
-    const end = () => { pairs.delete(pair); client.destroy(); upstream.destroy(); };
+    const end = () => { pairs.delete(pair); frozen.delete(pair); client.destroy(); upstream.destroy(); };
     for (const socket of pair) { socket.on("error", end); socket.on("close", end); }
     client.once("data", (chunk) => proxy.requests.push(chunk.toString("latin1").split("\r\n")[0]));
     client.pipe(upstream).pipe(client);
@@ -83,6 +94,30 @@ export async function startProxy(upstreamPort) {
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   proxy.url = `http://127.0.0.1:${server.address().port}`;
   return proxy;
+}
+
+/**
+ * A TCP server on 127.0.0.1 that accepts connections and never answers (a server that hangs).
+ * `accepted` counts connections; `close()` destroys them and stops listening.
+ */
+export async function startSilentServer() {
+  const sockets = new Set();
+  const server = net.createServer((socket) => {
+    silent.accepted++;
+    sockets.add(socket);
+    socket.on("error", () => {});
+    socket.on("close", () => sockets.delete(socket));
+  });
+  const silent = {
+    accepted: 0,
+    close() {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  silent.url = `http://127.0.0.1:${server.address().port}`;
+  return silent;
 }
 
 /** Polls `check` until it returns something truthy; fails with `what` after `timeout` ms. */

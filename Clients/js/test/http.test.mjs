@@ -2,7 +2,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { ReactorClient, ReactorError } from "../reactor-client.js";
-import { startServer, serverState } from "../test-support/helpers.mjs";
+import net from "node:net";
+import { startServer, startSilentServer, serverState } from "../test-support/helpers.mjs";
 
 let server, client;
 before(async () => {
@@ -139,6 +140,81 @@ test("with tokens: the Bearer token is sent, and a missing one rejects with unau
   } finally {
     assert.equal(await secured.stop(), 0);
   }
+});
+
+test("a call to a server that never answers rejects with a TimeoutError after the timeout", { timeout: 10_000 }, async (t) => {
+  const silent = await startSilentServer();
+  t.after(() => silent.close());
+  const hanging = new ReactorClient({ url: silent.url, timeout: 200 });
+  let started = Date.now();
+  const fired = await rejection(hanging.fire({ type: "increment", path: "/n" }));
+  assert.equal(fired.name, "TimeoutError");
+  assert.match(fired.message, /within 200 ms; the request may or may not have been applied/);
+  assert.ok(Date.now() - started < 2000, `the client's timeout: ${Date.now() - started} ms`);
+  started = Date.now();
+  const read = await rejection(hanging.state({ path: "/n", timeout: 100 }));
+  assert.equal(read.name, "TimeoutError");
+  assert.match(read.message, /within 100 ms$/, "a read changes nothing");
+  assert.ok(Date.now() - started < 2000, `the call's own timeout: ${Date.now() - started} ms`);
+  const batch = await rejection(hanging.fireBatch([{ type: "increment", path: "/n" }], { timeout: 50 }));
+  assert.equal(batch.name, "TimeoutError");
+  assert.ok(silent.accepted >= 3, "each call reached the server");
+});
+
+test("an AbortSignal cancels a call", { timeout: 10_000 }, async (t) => {
+  const silent = await startSilentServer();
+  t.after(() => silent.close());
+  const hanging = new ReactorClient({ url: silent.url, timeout: Infinity });
+  const controller = new AbortController();
+  const pending = rejection(hanging.state({ signal: controller.signal }));
+  setTimeout(() => controller.abort(), 100);
+  assert.equal((await pending).name, "AbortError");
+  const reason = new Error("the user left the page");
+  const aborted = await rejection(hanging.fire({ type: "increment", path: "/n" }, { signal: AbortSignal.abort(reason) }));
+  assert.equal(aborted, reason, "an aborted signal rejects with its reason, before anything is sent");
+  // A signal that never aborts leaves a call to the live server alone.
+  const version = await client.fire({ type: "set", path: "/signalled", value: true }, { signal: new AbortController().signal });
+  assert.equal(await client.state({ path: "/signalled", signal: new AbortController().signal }), true);
+  assert.equal((await serverState(server.url)).version, version);
+});
+
+test("a 503 carries the seconds of its Retry-After header as retryAfter", { timeout: 10_000 }, async () => {
+  const full = await startServer("--max-connections", "1");
+  const held = net.connect(full.port, "127.0.0.1");
+  try {
+    // Once the held connection has been answered, it is surely counted.
+    await new Promise((resolve, reject) => {
+      held.once("error", reject);
+      held.once("data", resolve);
+      held.write("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n");
+    });
+    const error = await rejection(new ReactorClient({ url: full.url }).fire({ type: "increment", path: "/n" }));
+    assert.ok(error instanceof ReactorError);
+    assert.equal(error.status, 503);
+    assert.equal(error.type, "/problems/too-many-connections");
+    assert.equal(error.problem.retryAfter, undefined, "this problem has no retryAfter member");
+    assert.equal(error.retryAfter, 1);
+  } finally {
+    held.destroy();
+    assert.equal(await full.stop(), 0);
+  }
+});
+
+test("retryAfter is the problem's retryAfter when it has one, else the header's, a number or a date", async () => {
+  const answer = (body, retryAfter) => async () => new Response(JSON.stringify(body), {
+    status: body.status, headers: { "Content-Type": "application/problem+json", "Retry-After": retryAfter },
+  });
+  const limited = { type: "/problems/rate-limited", title: "Too many requests", status: 429, detail: "retry in 3 s", retryAfter: 3 };
+  const fromBody = await rejection(new ReactorClient({ url: server.url, fetch: answer(limited, "5") }).fire({ type: "set", path: "/x", value: 1 }));
+  assert.equal(fromBody.retryAfter, 3);
+  const unavailable = { type: "/problems/journal-unavailable", title: "Journal unavailable", status: 503, detail: "the disk is full" };
+  const fromHeader = await rejection(new ReactorClient({ url: server.url, fetch: answer(unavailable, "7") }).state());
+  assert.equal(fromHeader.retryAfter, 7);
+  const later = new Date(Date.now() + 60_000).toUTCString();
+  const fromDate = await rejection(new ReactorClient({ url: server.url, fetch: answer(unavailable, later) }).state());
+  assert.ok(fromDate.retryAfter > 50 && fromDate.retryAfter <= 61, `${fromDate.retryAfter} s`);
+  const refused = await rejection(client.fire({ type: "explode" }));
+  assert.equal(refused.retryAfter, undefined, "nothing to wait for: a refusal");
 });
 
 test("the base URL may end with a slash", () => {

@@ -3,7 +3,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { ReactorClient, ReactorError } from "../reactor-client.js";
-import { startServer, startProxy, serverState, waitFor, sleep } from "../test-support/helpers.mjs";
+import { startServer, startProxy, startSilentServer, serverState, waitFor, sleep } from "../test-support/helpers.mjs";
 
 let server, http;
 before(async () => {
@@ -232,6 +232,84 @@ test("a fire still unanswered when the connection drops rejects with a plain Err
   }
 });
 
+test("a connection that goes silent: the fire times out, the probe goes unanswered, and it reconnects", { timeout: 20_000 }, async (t) => {
+  const proxy = await startProxy(server.port);
+  try {
+    const log = record(t, new ReactorClient({ url: proxy.url, timeout: 400 }), { probeAfterSilence: 200 });
+    await waitFor(() => log.subscription.version !== undefined, "the snapshot");
+    proxy.freeze(); // no FIN, no RST: nothing gets through any more, and the socket still reads open
+    const started = Date.now();
+    const fired = rejection(log.subscription.fire({ type: "increment", path: "/silent/fire" }));
+    const version = await http.fire({ type: "set", path: "/silent/missed", value: true });
+    const timedOut = await fired;
+    assert.equal(timedOut.name, "TimeoutError");
+    assert.match(timedOut.message, /within 400 ms; the event may or may not have been applied/);
+    await waitFor(() => log.statuses.includes("reconnecting"), "the silence noticed", 5000);
+    assert.ok(Date.now() - started < 3000, `noticed after ${Date.now() - started} ms`);
+    assert.match(log.subscription.lastClose.reason, /liveness probe/);
+    await until(log.subscription, version);
+    assert.equal(log.subscription.status, "open");
+    assert.equal(log.subscription.state.silent.missed, true);
+    assert.match(proxy.requests.at(-1), /since=\d+/, "it resumed");
+    log.subscription.close();
+  } finally {
+    await proxy.close();
+  }
+});
+
+test("reactord answers the liveness probe: an idle connection stays open", { timeout: 20_000 }, async (t) => {
+  const proxy = await startProxy(server.port);
+  try {
+    const reader = await startServer("--token", "reader:r3ad:read");
+    t.after(async () => assert.equal(await reader.stop(), 0));
+    const readerProxy = await startProxy(reader.port);
+    t.after(() => readerProxy.close());
+    // A token that may only read is answered too: the probe is not a fire.
+    const logs = [
+      record(t, new ReactorClient({ url: proxy.url, timeout: 1000 }), { probeAfterSilence: 50 }),
+      record(t, new ReactorClient({ url: readerProxy.url, timeout: 1000, token: "r3ad" }), { probeAfterSilence: 50 }),
+    ];
+    await waitFor(() => logs.every((log) => log.subscription.status === "open"), "open");
+    await sleep(1500); // some 25 probes each: one unanswered would have failed it after 1000 ms
+    for (const log of logs) assert.deepEqual(log.statuses, ["connecting", "open"]);
+    assert.equal(proxy.accepted + readerProxy.accepted, 2, "no reconnection");
+    for (const log of logs) log.subscription.close();
+  } finally {
+    await proxy.close();
+  }
+});
+
+test("a handshake that never completes is given up after the timeout and tried again", { timeout: 10_000 }, async (t) => {
+  const silent = await startSilentServer();
+  t.after(() => silent.close());
+  const log = record(t, new ReactorClient({ url: silent.url, timeout: 100 }), { backoff: { initial: 10, max: 20 } });
+  await waitFor(() => silent.accepted >= 3, "three handshakes");
+  assert.deepEqual(log.statuses.slice(0, 2), ["connecting", "reconnecting"]);
+  assert.ok(!log.statuses.includes("open"));
+  assert.deepEqual(log.subscription.lastClose, { code: 1006, reason: "no WebSocket handshake within 100 ms" });
+  log.subscription.close();
+});
+
+test("a fire larger than --max-message-bytes rejects with body-too-large and is not applied", { timeout: 20_000 }, async (t) => {
+  const small = await startServer("--max-message-bytes", "4096");
+  try {
+    const log = record(t, new ReactorClient({ url: small.url }));
+    await waitFor(() => log.subscription.version !== undefined, "the snapshot");
+    const error = await rejection(log.subscription.fire({ type: "set", path: "/big", value: "x".repeat(5000) }));
+    assert.ok(error instanceof ReactorError, error.message);
+    assert.equal(error.status, 413);
+    assert.equal(error.type, "/problems/body-too-large");
+    assert.match(error.message, /the event was not applied/);
+    assert.equal(log.subscription.lastClose.code, 1009);
+    assert.deepEqual(await serverState(small.url), { state: {}, version: 0 }, "not applied");
+    await waitFor(() => log.subscription.status === "open", "open again");
+    assert.equal(await log.subscription.fire({ type: "set", path: "/small", value: "x".repeat(3000) }), 1);
+    log.subscription.close();
+  } finally {
+    assert.equal(await small.stop(), 0);
+  }
+});
+
 test("after a server restart the resumed:false snapshot replaces the state", { timeout: 30_000 }, async (t) => {
   const first = await startServer();
   const second = await startServer();
@@ -253,6 +331,34 @@ test("after a server restart the resumed:false snapshot replaces the state", { t
     assert.ok(log.statuses.includes("reconnecting"));
     assert.equal(await two.fire({ type: "set", path: "/new", value: "followed" }), 2);
     await until(log.subscription, 2);
+    assert.deepEqual(log.subscription.state, (await serverState(second.url)).state);
+    log.subscription.close();
+  } finally {
+    await proxy.close();
+    await first.stop();
+    assert.equal(await second.stop(), 0);
+  }
+});
+
+test("a server that started over at the same version is not taken for the one left: its snapshot replaces the state", { timeout: 30_000 }, async (t) => {
+  const first = await startServer();
+  const second = await startServer();
+  const proxy = await startProxy(first.port);
+  try {
+    const one = new ReactorClient({ url: first.url }), two = new ReactorClient({ url: second.url });
+    for (let i = 0; i < 5; i++) await one.fire({ type: "append", path: "/old", value: i });
+    for (let i = 0; i < 5; i++) await two.fire({ type: "set", path: `/new${i}`, value: i });
+    const log = record(t, new ReactorClient({ url: proxy.url }));
+    await until(log.subscription, 5);
+    // Both servers are at version 5, each in a history of its own: since=5 alone would resume
+    // (nothing to send) on another state.
+    proxy.upstream = second.port;
+    assert.equal(await first.stop(), 0);
+    const expected = (await serverState(second.url)).state;
+    await waitFor(() => JSON.stringify(log.subscription.state) === JSON.stringify(expected), "the second server's snapshot");
+    assert.equal(log.subscription.version, 5);
+    assert.equal(await two.fire({ type: "set", path: "/new0", value: "followed" }), 6);
+    await until(log.subscription, 6);
     assert.deepEqual(log.subscription.state, (await serverState(second.url)).state);
     log.subscription.close();
   } finally {

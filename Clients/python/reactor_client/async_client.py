@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
-import ssl
+import ssl as ssl_module  # `ssl` is the name of the option, as in asyncio and websockets
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .client import DEFAULT_POOL_SIZE, ClientBase, Response, _etag_version, is_resendable, socket_is_dropped
@@ -37,7 +37,7 @@ class AsyncClient(ClientBase):
     `timeout` bounds connecting, and then the whole exchange (sending the request and reading its
     answer). At most `max_connections` connections are open at once and all are kept alive; a call
     that finds them all busy waits for one. Use it from one event loop, and `await client.close()`
-    (or `async with`) before that loop ends. `subscribe()` works as on `Client`.
+    (or `async with`) before that loop ends. `ssl` and `subscribe()` work as on `Client`.
     """
 
     def __init__(
@@ -46,12 +46,12 @@ class AsyncClient(ClientBase):
         token: Optional[str] = None,
         timeout: float = 10,
         max_connections: int = DEFAULT_POOL_SIZE,
+        ssl: Optional[ssl_module.SSLContext] = None,
     ):
-        super().__init__(url, token, timeout)
+        super().__init__(url, token, timeout, ssl)
         if not isinstance(max_connections, int) or max_connections < 1:
             raise ValueError(f"max_connections must be a positive integer, not {max_connections!r}")
         self.max_connections = max_connections
-        self._ssl: Optional[ssl.SSLContext] = ssl.create_default_context() if self._https else None
         host = f"[{self._host}]" if ":" in self._host else self._host
         default_port = 443 if self._https else 80
         self._host_header = host if self._port == default_port else f"{host}:{self._port}"
@@ -136,7 +136,7 @@ class AsyncClient(ClientBase):
                     connection, reused = await self._pool.acquire(self.timeout)
                 except (asyncio.TimeoutError, TimeoutError) as error:
                     raise self._timeout_error(error) from None
-                except (OSError, ssl.SSLError) as error:
+                except (OSError, ssl_module.SSLError) as error:
                     raise self._connection_error(error) from error
                 sent = False
                 keep = False
@@ -160,7 +160,7 @@ class AsyncClient(ClientBase):
     async def _open_connection(self) -> "_Connection":
         loop = asyncio.get_running_loop()
         _, connection = await loop.create_connection(
-            lambda: _Connection(loop), self._host, self._port, ssl=self._ssl, server_hostname=self._host if self._ssl else None
+            lambda: _Connection(loop), self._host, self._port, ssl=self.ssl, server_hostname=self._host if self.ssl else None
         )
         return connection
 

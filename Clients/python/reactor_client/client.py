@@ -21,6 +21,7 @@ import json
 import os
 import select
 import socket
+import ssl as ssl_module  # `ssl` is the name of the option, as in asyncio and websockets
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlencode, urlsplit
@@ -31,6 +32,7 @@ from .errors import (
     ReactorTimeoutError,
     error_from_problem,
     problem_from_body,
+    retry_after_seconds,
 )
 
 if TYPE_CHECKING:  # websockets is only needed (and imported) when subscribing
@@ -65,17 +67,28 @@ class Response:
 
 
 class ClientBase:
-    """What `Client` and `AsyncClient` share: the server's address, the token, the timeout, how
-    requests are made up and how answers are read. Holds no connection."""
+    """What `Client` and `AsyncClient` share: the server's address, the token, the timeout, the TLS
+    settings, how requests are made up and how answers are read. Holds no connection."""
 
-    def __init__(self, url: str = "http://127.0.0.1:7070", token: Optional[str] = None, timeout: float = 10):
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:7070",
+        token: Optional[str] = None,
+        timeout: float = 10,
+        ssl: Optional[ssl_module.SSLContext] = None,
+    ):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"reactord's URL must be http:// or https:// with a host, not {url!r}")
+        if ssl is not None and parts.scheme != "https":
+            raise ValueError(f"ssl is for an https:// URL: nothing would use it with {url!r}")
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
         self._https = parts.scheme == "https"
+        # What https:// and wss:// trust: the caller's context (a private CA, a client certificate),
+        # else the system's CAs, with the host name checked.
+        self.ssl: Optional[ssl_module.SSLContext] = (ssl or ssl_module.create_default_context()) if self._https else None
         self._host = parts.hostname
         self._port = parts.port or (443 if self._https else 80)
         # A reverse proxy may serve reactord under a prefix: keep it in front of every path.
@@ -149,7 +162,7 @@ class ClientBase:
     def _checked(answer: Response, check: bool) -> Response:
         if check and answer.status >= 400:
             problem = problem_from_body(answer.status, answer.reason, answer.header("Content-Type"), answer.body)
-            raise error_from_problem(problem, answer.status)
+            raise error_from_problem(problem, answer.status, retry_after_seconds(answer.header("Retry-After")))
         return answer
 
     def _timeout_error(self, error: BaseException) -> ReactorTimeoutError:
@@ -170,6 +183,10 @@ class Client(ClientBase):
     Error answers raise `ReactorError` (`ReactorClientError` for 4xx, `ReactorServerError` for
     5xx) carrying the problem; an unreachable server raises `ReactorConnectionError`.
 
+    `ssl` is an `ssl.SSLContext` for an https:// URL, used by the requests and by `subscribe()`'s
+    wss:// connections: `ssl.create_default_context(cafile="ca.pem")` trusts a server whose
+    certificate a private CA signed. Without one the system's CAs are trusted.
+
     `timeout` bounds connecting and each wait for the server, as in `http.client`. Connections are
     kept alive (see the module's docstring): at most `pool_size` idle ones are kept, threads firing
     at once beyond that open extra connections that are closed after use, and `pool_size=0` opens
@@ -183,8 +200,9 @@ class Client(ClientBase):
         token: Optional[str] = None,
         timeout: float = 10,
         pool_size: int = DEFAULT_POOL_SIZE,
+        ssl: Optional[ssl_module.SSLContext] = None,
     ):
-        super().__init__(url, token, timeout)
+        super().__init__(url, token, timeout, ssl)
         if not isinstance(pool_size, int) or pool_size < 0:
             raise ValueError(f"pool_size must be a non-negative integer, not {pool_size!r}")
         self.pool_size = pool_size
@@ -300,8 +318,9 @@ class Client(ClientBase):
 
     def _new_connection(self) -> http.client.HTTPConnection:
         """A connection, not yet open: `request` connects it, within the timeout."""
-        connection_class = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        return connection_class(self._host, self._port, timeout=self.timeout)
+        if self._https:
+            return http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self.ssl)
+        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
 
 
 def is_resendable(method: str, headers: Mapping[str, str]) -> bool:

@@ -11,6 +11,8 @@ built-in `ConnectionError` instead, and `except ReactorError` never swallows the
 from __future__ import annotations
 
 import json
+import time
+from email.utils import parsedate_to_datetime
 from typing import Any, Mapping, Optional
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "ReactorProtocolError",
     "error_from_problem",
     "problem_from_body",
+    "retry_after_seconds",
 ]
 
 
@@ -30,12 +33,20 @@ class ReactorError(Exception):
 
     `str(error)` is the problem's `detail`, the one human-readable sentence reactord writes for
     this very failure (the `title` only names the kind).
+
+    `retry_after` is the seconds to wait before asking again, when the answer said (a 429, a 503):
+    the problem's `retryAfter` member when it has one, else the `Retry-After` header, given here as
+    `retry_after`; None otherwise.
     """
 
-    def __init__(self, problem: Mapping[str, Any], status: Optional[int] = None):
+    def __init__(self, problem: Mapping[str, Any], status: Optional[int] = None, retry_after: Optional[float] = None):
         self.problem: dict = dict(problem)
         found = self.problem.get("status")
         self.status: int = status if status is not None else (found if isinstance(found, int) else 0)
+        member = self.problem.get("retryAfter")
+        if isinstance(member, (int, float)) and not isinstance(member, bool) and member >= 0:
+            retry_after = member
+        self.retry_after: Optional[float] = retry_after
         super().__init__(self.detail)
 
     @property
@@ -108,13 +119,31 @@ def problem_from_body(status: int, reason: str, content_type: Optional[str], bod
     }
 
 
-def error_from_problem(problem: Mapping[str, Any], status: Optional[int] = None) -> ReactorError:
-    """The exception for a problem: `ReactorClientError` for 4xx, `ReactorServerError` for 5xx."""
+def retry_after_seconds(header: Optional[str]) -> Optional[float]:
+    """The seconds a `Retry-After` header asks for: delta-seconds or an HTTP date (RFC 9110
+    §10.2.3); None without one, or for one that is neither."""
+    if header is None:
+        return None
+    text = header.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        date = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, date.timestamp() - time.time())
+
+
+def error_from_problem(
+    problem: Mapping[str, Any], status: Optional[int] = None, retry_after: Optional[float] = None
+) -> ReactorError:
+    """The exception for a problem: `ReactorClientError` for 4xx, `ReactorServerError` for 5xx;
+    `retry_after` is the seconds of the answer's `Retry-After` header, if any."""
     if status is None:
         found = problem.get("status")
         status = found if isinstance(found, int) else 0
     if 400 <= status < 500:
-        return ReactorClientError(problem, status)
+        return ReactorClientError(problem, status, retry_after)
     if status >= 500:
-        return ReactorServerError(problem, status)
-    return ReactorError(problem, status)
+        return ReactorServerError(problem, status, retry_after)
+    return ReactorError(problem, status, retry_after)

@@ -19,7 +19,8 @@ import itertools
 import json
 import logging
 import random
-from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Mapping, Optional, Tuple
+import ssl as ssl_module  # `ssl` is the name of the option, as in asyncio and websockets
+from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
@@ -31,6 +32,7 @@ from .errors import (
     ReactorTimeoutError,
     error_from_problem,
     problem_from_body,
+    retry_after_seconds,
 )
 from .patch import PatchError, apply_patch
 
@@ -44,6 +46,19 @@ log = logging.getLogger("reactor_client")
 MODES = ("patch", "state")
 _END = object()  # queued once the subscription is over
 QUICK_DROP_SECONDS = 1.0  # a connection that lived less than this is reopened after a delay
+# Refusals of a handshake that may pass (besides 5xx): a request that timed out, and a rate limit.
+PASSING_REFUSALS = frozenset({408, 429})
+# reactord's close code for a client message larger than its --max-message-bytes, which it closes
+# the connection on without reading (docs/protocol.md): the event in it was not applied.
+MESSAGE_TOO_BIG = 1009
+
+
+class _PendingFire(NamedTuple):
+    """A fire waiting for its answer: the future the answer settles, and the size of the message,
+    which is what reactord holds against its --max-message-bytes."""
+
+    future: "asyncio.Future[int]"
+    message_bytes: int
 
 
 class Subscription:
@@ -60,13 +75,16 @@ class Subscription:
 
     Options (keyword arguments of `Client.subscribe`):
       - `reconnect_attempts`: consecutive failed reconnection attempts before giving up (the
-        iteration then raises `ReactorConnectionError`); None retries forever. Default 10.
+        iteration then raises `ReactorConnectionError`); None retries forever. Default 10. A
+        reconnection refused with a 5xx, 408 or 429 is tried again (after the answer's
+        `Retry-After` at least); another refusal (401, 403, ...) ends the subscription at once.
       - `backoff_initial`, `backoff_max`: the delay before the second attempt, doubled (with
         jitter) after each failure up to `backoff_max` seconds. The first attempt is immediate,
         unless the connection dropped within a second of opening.
       - `open_timeout`, `fire_timeout`: seconds for a handshake and for an ack (default: the
-        client's timeout).
+        client's timeout). Closing waits for the server's close frame for the client's timeout.
       - `max_message_bytes`: the largest message accepted (a snapshot is one message). 64 MiB.
+      - `ssl`: the `ssl.SSLContext` of a wss:// connection (default: the client's).
     """
 
     def __init__(
@@ -81,6 +99,7 @@ class Subscription:
         open_timeout: Optional[float] = None,
         fire_timeout: Optional[float] = None,
         max_message_bytes: Optional[int] = 64 * 1024 * 1024,
+        ssl: Optional[ssl_module.SSLContext] = None,
     ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -88,6 +107,8 @@ class Subscription:
             raise ValueError(f"path must be a JSON Pointer (\"\" or starting with '/'), not {path!r}")
         if reconnect_attempts is not None and reconnect_attempts < 0:
             raise ValueError("reconnect_attempts must not be negative")
+        if ssl is not None and not client.url.startswith("https:"):
+            raise ValueError(f"ssl is for an https:// URL: nothing would use it with {client.url!r}")
         self.client = client
         self.path = path
         self.mode = mode
@@ -97,9 +118,13 @@ class Subscription:
         self.open_timeout = client.timeout if open_timeout is None else open_timeout
         self.fire_timeout = client.timeout if fire_timeout is None else fire_timeout
         self.max_message_bytes = max_message_bytes
+        self.ssl = ssl if ssl is not None else client.ssl
 
         self.version: Optional[int] = None
         """The version of `state`: the last one received (None before the snapshot)."""
+        self.history: Optional[str] = None
+        """The history `version` belongs to, as the last snapshot named it: sent back with `since`,
+        so that a server that started over (no data directory) sends a snapshot, not its patches."""
         self.state: Any = None
         """The selected value at `version`, maintained locally."""
         self.connections = 0
@@ -111,7 +136,7 @@ class Subscription:
         self._connected = asyncio.Event()
         self._ws: Optional[ClientConnection] = None
         self._task: Optional[asyncio.Task] = None
-        self._pending: Dict[str, "asyncio.Future[int]"] = {}
+        self._pending: Dict[str, _PendingFire] = {}  # in the order they were sent
         self._ids = itertools.count(1)
         self._closed = False
         self._failure: Optional[BaseException] = None
@@ -186,7 +211,9 @@ class Subscription:
         Waits for a connection while reconnecting. If the connection drops before the ack, raises
         `ReactorConnectionError`: the event may or may not have been applied, and it is not sent
         again by itself since events are not idempotent (use `Client.fire` with an idempotency
-        key when that matters).
+        key when that matters). A message larger than reactord's --max-message-bytes is refused
+        unread, with close code 1009: that raises the `ReactorClientError` `POST /events` would
+        (413, `/problems/body-too-large`), and the event was not applied.
         """
         timeout = self.fire_timeout if timeout is None else timeout
         if self._closed:
@@ -205,14 +232,18 @@ class Subscription:
         if ws is None or self._closed:
             raise ReactorConnectionError(f"the subscription is over: {self._failure or 'closed'}")
         request_id = f"f-{next(self._ids)}"
+        text = json.dumps({"type": "fire", "id": request_id, "event": event}, separators=(",", ":"), allow_nan=False)
         future: "asyncio.Future[int]" = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
+        # Registered right before the send, which writes the frame before it first waits: the order
+        # of `_pending` is the order the messages went out.
+        self._pending[request_id] = _PendingFire(future, len(text.encode("utf-8")))
         try:
-            message = {"type": "fire", "id": request_id, "event": event}
             try:
-                await ws.send(json.dumps(message, separators=(",", ":"), allow_nan=False))
-            except ConnectionClosed as error:
-                raise ReactorConnectionError(f"the connection closed while firing: {error}") from error
+                await ws.send(text)
+            except ConnectionClosed:
+                # The connection closed while the message went out: its reader fails every fire
+                # still waiting, this one too, and knows how it closed (1009: this was refused).
+                pass
             try:
                 return await asyncio.wait_for(future, timeout)
             except asyncio.TimeoutError:
@@ -229,6 +260,8 @@ class Subscription:
             query["path"] = self.path
         if self.version is not None and not self._resync:
             query["since"] = self.version
+            if self.history is not None:
+                query["history"] = self.history
         scheme = "wss" if self.client.url.startswith("https:") else "ws"
         netloc = self.client.url.split("://", 1)[1].split("/", 1)[0]
         return f"{scheme}://{netloc}{self.client.target('/subscribe', query)}"
@@ -242,9 +275,14 @@ class Subscription:
                 url,
                 additional_headers=self.client.auth_headers(),
                 subprotocols=["reactor.v1"],  # type: ignore[list-item]
-                compression=None,  # reactord does not do permessage-deflate
+                # reactord agrees to permessage-deflate and compresses its pushes with a context
+                # shared between subscribers: a patch costs a few dozen bytes (docs/protocol.md).
+                compression="deflate",
                 open_timeout=self.open_timeout,
+                # Without it, closing a connection that went silent would wait 10 s for its close frame.
+                close_timeout=self.client.timeout,
                 max_size=self.max_message_bytes,
+                ssl=self.ssl if url.startswith("wss:") else None,
                 user_agent_header="reactor-client-python/0.1",
             )
         except InvalidStatus as error:
@@ -252,7 +290,8 @@ class Subscription:
             problem = problem_from_body(
                 response.status_code, response.reason_phrase, response.headers.get("Content-Type"), response.body or b""
             )
-            raise error_from_problem(problem, response.status_code) from None
+            retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            raise error_from_problem(problem, response.status_code, retry_after) from None
         except InvalidURI as error:
             raise ValueError(f"cannot subscribe at {url!r}: {error}") from error
         except (asyncio.TimeoutError, TimeoutError) as error:
@@ -287,7 +326,8 @@ class Subscription:
                 self._ws = None
                 self._connected.clear()
                 self._fail_pending(
-                    ReactorConnectionError(f"{reason} before the answer: the event may or may not have been applied")
+                    ReactorConnectionError(f"{reason} before the answer: the event may or may not have been applied"),
+                    close_code=ws.close_code,
                 )
                 log.info("reactor subscription: %s; reconnecting", reason)
                 # A connection that dropped right after opening waits before the next one, so a
@@ -312,21 +352,32 @@ class Subscription:
             await self._backoff()
         attempt = 0
         while True:
+            retry_after: Optional[float] = None
             try:
                 return await self._connect()
             except ReactorError as error:
-                if error.status < 500:  # a refusal that retrying will not change (token revoked, ...)
+                # Another refusal is one that retrying will not change (a token revoked, ...).
+                if error.status < 500 and error.status not in PASSING_REFUSALS:
                     raise
                 last: Exception = error
+                retry_after = error.retry_after
+                wait = "" if retry_after is None else f"; trying again in {retry_after:g} s at least"
+                log.info("reactor subscription: reconnection refused (%s %s)%s", error.status, error.type, wait)
             except ReactorConnectionError as error:
                 last = error
             attempt += 1
             if self.reconnect_attempts is not None and attempt >= self.reconnect_attempts:
                 raise ReactorConnectionError(f"gave up reconnecting to reactord after {attempt} attempts: {last}") from last
-            await self._backoff()
+            await self._backoff(retry_after)
 
-    async def _backoff(self) -> None:
-        await asyncio.sleep(self._delay * random.uniform(0.5, 1.0))
+    async def _backoff(self, retry_after: Optional[float] = None) -> None:
+        """Sleeps the backoff delay, and at least `retry_after` seconds when the server asked for
+        that, spread over up to half as much again so that clients refused together (a fleet
+        reconnecting after a restart) do not all come back together."""
+        delay = self._delay * random.uniform(0.5, 1.0)
+        if retry_after is not None:
+            delay = max(delay, retry_after * random.uniform(1.0, 1.5))
+        await asyncio.sleep(delay)
         self._delay = min(self.backoff_max, self._delay * 2)
 
     async def _read(self, ws: ClientConnection) -> None:
@@ -344,6 +395,8 @@ class Subscription:
         if kind == "snapshot":
             # Replaces whatever we hold, even at a lower version: the server may have restarted.
             self.snapshots += 1
+            history = message.get("history")
+            self.history = history if isinstance(history, str) else None
             self._publish(_version(message), message.get("state"))
         elif kind == "patch":
             version = _version(message)
@@ -357,7 +410,8 @@ class Subscription:
             if self.version is None or version > self.version:
                 self._publish(version, message.get("state"))
         elif kind in ("ack", "error"):
-            future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            pending = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            future = pending.future if pending is not None else None
             if future is None or future.done():
                 log.warning("reactor subscription: an answer to no pending fire: %s", message)
             elif kind == "ack":
@@ -374,10 +428,29 @@ class Subscription:
         self.version, self.state = version, state
         self._queue.put_nowait((version, state))
 
-    def _fail_pending(self, error: Exception) -> None:
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(error)
+    def _fail_pending(self, error: Exception, close_code: Optional[int] = None) -> None:
+        """Fails the fires still waiting with `error`, but one when the connection closed with
+        1009. reactord reads a connection's messages in order and closes at the first one larger
+        than its --max-message-bytes, reading nothing after it; every fire sent before that one
+        was smaller. So the largest fire still waiting is the refused one or came after it: either
+        way it was not applied, and it fails as `POST /events` would (413)."""
+        waiting = [pending for pending in self._pending.values() if not pending.future.done()]
+        refused = max(waiting, key=lambda pending: pending.message_bytes) if close_code == MESSAGE_TOO_BIG and waiting else None
+        for pending in waiting:
+            if pending is refused:
+                pending.future.set_exception(
+                    error_from_problem(
+                        {
+                            "type": "/problems/body-too-large",
+                            "title": "Body too large",
+                            "status": 413,
+                            "detail": "reactord refused the message unread: it is larger than its --max-message-bytes "
+                            "(WebSocket close 1009); the event was not applied",
+                        }
+                    )
+                )
+            else:
+                pending.future.set_exception(error)
 
 
 def _version(message: Mapping[str, Any]) -> int:

@@ -13,7 +13,9 @@ import http.client
 import http.server
 import os
 import re
+import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -183,3 +185,77 @@ def stub_http_server(handler: type[http.server.BaseHTTPRequestHandler], threaded
         stub.shutdown()
         stub.server_close()
         thread.join(5)
+
+
+class TcpProxy:
+    """A TCP proxy on 127.0.0.1 in front of `upstream_port`, on threads of its own, for what the
+    network does underneath a client: `freeze()` stops carrying anything over the connections open
+    now and leaves them open (a network gone silent: no FIN, no RST). `url` is its base URL."""
+
+    def __init__(self, upstream_port: int):
+        self.upstream_port = upstream_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._frozen: set[tuple[socket.socket, socket.socket]] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                downstream, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
+            except OSError:
+                downstream.close()
+                continue
+            pair = (downstream, upstream)
+            with self._lock:
+                self._pairs.append(pair)
+            threading.Thread(target=self._pump, args=(pair,), daemon=True).start()
+
+    def _pump(self, pair: tuple[socket.socket, socket.socket]) -> None:
+        downstream, upstream = pair
+        try:
+            while not self._closed:
+                if pair in self._frozen:
+                    time.sleep(0.05)  # what arrives stays unread, and nothing is closed
+                    continue
+                readable, _, _ = select.select(pair, [], [], 0.05)
+                for source in readable:
+                    data = source.recv(65536)
+                    if not data:
+                        return
+                    (upstream if source is downstream else downstream).sendall(data)
+        except (OSError, ValueError):
+            pass
+        finally:
+            for side in pair:
+                side.close()
+
+    def freeze(self) -> None:
+        with self._lock:
+            self._frozen.update(self._pairs)
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+
+
+@pytest.fixture
+def tcp_proxy() -> Callable[[int], TcpProxy]:
+    """A factory: `tcp_proxy(port)` starts a `TcpProxy` in front of `port`, closed at teardown."""
+    proxies: list[TcpProxy] = []
+
+    def start(upstream_port: int) -> TcpProxy:
+        proxy = TcpProxy(upstream_port)
+        proxies.append(proxy)
+        return proxy
+
+    yield start
+    for proxy in proxies:
+        proxy.close()

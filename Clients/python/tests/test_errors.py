@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import email.utils
 import http.server
+import json
 import socket
 import time
 
 import pytest
 
-from conftest import stub_http_server
-from reactor_client import Client, ReactorClientError, ReactorError, ReactorServerError
+from conftest import run, stub_http_server
+from reactor_client import AsyncClient, Client, ReactorClientError, ReactorError, ReactorServerError
 
 TOKENS = (
     "--token", "reader:r3ad-s3cret:read",
@@ -152,7 +154,16 @@ def test_too_many_connections_is_a_server_error(reactord):
         with pytest.raises(ReactorServerError) as caught:
             client.state()
         assert_problem(caught.value, 503, "too-many-connections")
+        assert "retryAfter" not in caught.value.problem and caught.value.retry_after == 1  # the header's
         assert client.health() is False
+
+        async def subscribe():
+            with pytest.raises(ReactorServerError) as caught:
+                async with client.subscribe():
+                    pass
+            assert caught.value.status == 503 and caught.value.retry_after == 1
+
+        run(subscribe())
     # Once the held connection is closed it serves again. The server notices closes
     # asynchronously and each request here is a connection of its own, so with a limit of one
     # the next request may still find the previous one's slot taken: retry for a while.
@@ -187,3 +198,49 @@ def test_an_error_that_is_not_a_problem_still_raises_reactor_error():
         error = caught.value
         assert error.status == 502 and error.type == "about:blank" and error.title == "Bad Gateway"
         assert "upstream is down" in str(error)
+
+
+@pytest.mark.parametrize(
+    "problem, header, seconds",
+    [
+        ({"type": "/problems/rate-limited", "status": 429, "retryAfter": 3}, "5", 3),  # the problem's first
+        ({"type": "/problems/journal-unavailable", "status": 503}, "7", 7),
+        ({"type": "/problems/journal-unavailable", "status": 503}, "HTTP-date", 60),
+        ({"type": "/problems/journal-unavailable", "status": 503}, "soon", None),
+        ({"type": "/problems/event-rejected", "status": 422}, None, None),
+    ],
+    ids=["problem", "header", "date", "unreadable", "none"],
+)
+def test_retry_after_comes_from_the_problem_else_from_the_header(problem, header, seconds):
+    if header == "HTTP-date":
+        header = email.utils.formatdate(time.time() + 60, usegmt=True)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(problem).encode()
+            self.send_response(problem["status"])
+            self.send_header("Content-Type", "application/problem+json")
+            if header is not None:
+                self.send_header("Retry-After", header)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    with stub_http_server(Handler) as url:
+        with pytest.raises(ReactorError) as caught:
+            Client(url, timeout=2).state()
+        with pytest.raises(ReactorError) as async_caught:
+
+            async def read():
+                async with AsyncClient(url, timeout=2) as client:
+                    await client.state()
+
+            run(read())
+    for error in (caught.value, async_caught.value):
+        if seconds is None:
+            assert error.retry_after is None
+        else:
+            assert error.retry_after == pytest.approx(seconds, abs=2)

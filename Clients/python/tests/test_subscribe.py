@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import socket
 import threading
 import time
 
 import pytest
 from conftest import run
 
-from reactor_client import ReactorClientError, ReactorConnectionError, ReactorError
+from reactor_client import Client, ReactorClientError, ReactorConnectionError, ReactorError
 
 
 def same_json(a, b) -> bool:
@@ -304,6 +306,34 @@ def test_a_resume_the_server_cannot_serve_gets_a_fresh_snapshot(reactord):
     run(main())
 
 
+def test_a_server_that_started_over_at_the_same_version_sends_a_snapshot(reactord, tcp_proxy):
+    """Two servers in memory, each at version 5 of a history of its own: resuming with since=5
+    alone would take the second for the first (nothing to send, another state). The subscription
+    sends the history its snapshot named, and gets the second server's snapshot."""
+    first, second = reactord(), reactord()
+    one, two = first.client(), second.client()
+    for i in range(5):
+        one.fire({"type": "append", "path": "/old", "value": i})
+        two.fire({"type": "set", "path": f"/new{i}", "value": i})
+    proxy = tcp_proxy(first.port)
+    through = Client(proxy.url, timeout=5)
+
+    async def main():
+        async with through.subscribe() as sub:
+            assert await next_state(sub) == (5, {"old": [0, 1, 2, 3, 4]})
+            history = sub.history
+            assert isinstance(history, str) and history
+            proxy.upstream_port = second.port
+            assert first.stop() == 0
+            assert await next_state(sub, timeout=10) == two.state_with_version()
+            assert sub.snapshots == 2 and sub.history != history
+
+    try:
+        run(main())
+    finally:
+        through.close()
+
+
 def test_a_drop_before_the_ack_fails_that_fire_and_later_fires_work():
     """Against a stub server (websockets' own) that drops the connection when it gets the first
     fire, without answering: that fire must fail (it may or may not have been applied), and the
@@ -432,5 +462,175 @@ def test_a_fire_waiting_for_a_reconnection_fails_when_the_subscription_gives_up(
             assert not isinstance(caught.value, TimeoutError), caught.value
             assert time.monotonic() - started < 5
             assert "3 attempts" in str(caught.value)
+
+    run(main())
+
+
+# ---------------------------------------------------------------------------------------------
+# Refusals, close codes, closing, compression
+
+
+def test_a_reconnection_refused_by_the_connection_rate_limit_waits_and_goes_on(reactord, caplog):
+    """reactord answers connections past --max-connection-rate with 429 and Retry-After (at least
+    1 s): a reconnection that meets one waits that long and tries again, rather than ending the
+    subscription while the limit passes within a second."""
+    server = reactord("--max-connection-rate", "1")
+    client = server.client()
+    client.fire({"type": "set", "path": "/n", "value": 0})  # its kept-alive connection is never limited
+
+    def use_up_the_connection_rate() -> None:
+        for _ in range(10):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as probe:
+                probe.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+                if probe.recv(1024).startswith(b"HTTP/1.1 429"):
+                    return
+        raise AssertionError("the connection rate limit never answered 429")
+
+    def refusals() -> int:
+        return sum("refused (429 /problems/rate-limited)" in record.getMessage() for record in caplog.records)
+
+    async def main():
+        caplog.set_level(logging.INFO, logger="reactor_client")
+        async with client.subscribe(backoff_initial=0.01, backoff_max=0.05, reconnect_attempts=5) as sub:
+            assert await next_state(sub) == (1, {"n": 0})
+            # The limiter refills continuously: a reconnection may rarely find a new token in the
+            # few milliseconds after the rate was used up. Then it is done again.
+            for cuts in range(1, 4):
+                await asyncio.to_thread(use_up_the_connection_rate)
+                cut(sub)
+                dropped = time.monotonic()
+                version = await asyncio.to_thread(client.fire, {"type": "increment", "path": "/n"})
+                assert await next_state(sub, timeout=10) == (version, {"n": cuts})
+                if refusals():
+                    assert time.monotonic() - dropped >= 0.95, "it waited for the Retry-After"
+                    break
+            assert refusals() >= 1, caplog.text
+            assert sub.connections == 1 + cuts
+
+    run(main())
+
+
+def refusing_stub(refusals: list):
+    """A websockets stub of reactord whose first connection serves a snapshot and is then cut, and
+    whose next handshakes are refused with `refusals` in turn, `(status, headers, problem)` each;
+    later ones are served. Yields the times of the handshakes, and the stub's port."""
+    from websockets.asyncio.server import serve
+    from websockets.datastructures import Headers
+    from websockets.http11 import Response
+
+    handshakes: list[float] = []
+
+    def process_request(connection, request):
+        handshakes.append(time.monotonic())
+        if 1 < len(handshakes) <= 1 + len(refusals):
+            status, headers, problem = refusals[len(handshakes) - 2]
+            body = json.dumps(problem).encode()
+            head = Headers({"Content-Type": "application/problem+json", "Content-Length": str(len(body)), **headers})
+            return Response(status, "Refused", head, body)
+        return None
+
+    async def handler(ws):
+        await ws.send(json.dumps({"type": "snapshot", "version": len(handshakes), "state": {"n": len(handshakes)}}))
+        if len(handshakes) == 1:
+            await asyncio.sleep(0.05)
+            ws.transport.abort()
+            return
+        await ws.wait_closed()
+
+    return handshakes, serve(handler, "127.0.0.1", 0, process_request=process_request)
+
+
+@pytest.mark.parametrize(
+    "status, headers, problem, waits",
+    [
+        (429, {"Retry-After": "1"}, {"type": "/problems/rate-limited", "status": 429, "retryAfter": 1}, 1.0),
+        (429, {"Retry-After": "1"}, {"type": "/problems/rate-limited", "status": 429}, 1.0),
+        (408, {}, {"type": "/problems/request-timeout", "status": 408}, 0),
+        (503, {}, {"type": "/problems/too-many-connections", "status": 503}, 0),
+    ],
+    ids=["429-retryAfter", "429-header", "408", "503"],
+)
+def test_a_reconnection_refused_with_a_passing_refusal_is_retried_after_its_retry_after(status, headers, problem, waits):
+    from conftest import Client
+
+    async def main():
+        handshakes, stub = refusing_stub([(status, headers, problem)])
+        async with stub as running:
+            port = running.sockets[0].getsockname()[1]
+            async with Client(f"http://127.0.0.1:{port}", timeout=5).subscribe(backoff_initial=0.01, backoff_max=0.02) as sub:
+                assert await next_state(sub) == (1, {"n": 1})
+                assert await next_state(sub, timeout=10) == (3, {"n": 3})
+                assert len(handshakes) == 3 and sub.connections == 2
+                waited = handshakes[2] - handshakes[1]
+                assert waits <= waited < waits + 1, f"waited {waited:.2f} s after a {status}"
+
+    run(main())
+
+
+def test_a_reconnection_refused_for_good_ends_the_subscription_with_the_problem():
+    from conftest import Client
+
+    async def main():
+        handshakes, stub = refusing_stub([(403, {}, {"type": "/problems/forbidden", "status": 403, "detail": "revoked"})])
+        async with stub as running:
+            port = running.sockets[0].getsockname()[1]
+            async with Client(f"http://127.0.0.1:{port}", timeout=5).subscribe(backoff_initial=0.01) as sub:
+                assert await next_state(sub) == (1, {"n": 1})
+                with pytest.raises(ReactorClientError) as caught:
+                    await next_state(sub)
+                assert caught.value.status == 403 and str(caught.value) == "revoked"
+                assert len(handshakes) == 2
+
+    run(main())
+
+
+def test_a_fire_larger_than_max_message_bytes_raises_413_and_was_not_applied(reactord):
+    """reactord closes with 1009 at a message over its --max-message-bytes, without reading it:
+    the fire fails for certain, as POST /events would with 413, not as "may have been applied"."""
+    server = reactord("--max-message-bytes", "4096")
+    client = server.client()
+
+    async def main():
+        async with client.subscribe(backoff_initial=0.01) as sub:
+            await next_state(sub)
+            with pytest.raises(ReactorClientError) as caught:
+                await sub.fire({"type": "set", "path": "/big", "value": "x" * 5000})
+            error = caught.value
+            assert error.status == 413 and error.type == "/problems/body-too-large"
+            assert "the event was not applied" in str(error) and "1009" in str(error)
+            assert client.state_with_version() == (0, {})
+            assert await sub.fire({"type": "set", "path": "/small", "value": "x" * 3000}) == 1
+            assert sub.connections == 2
+
+    run(main())
+
+
+def test_closing_over_a_silent_network_waits_the_client_timeout(server, tcp_proxy):
+    """Closing sends a close frame and waits for the server's: over a network that went silent
+    none comes, and the wait is the client's timeout (websockets' own default is 10 s)."""
+    from conftest import Client
+
+    proxy = tcp_proxy(server.port)
+
+    async def main():
+        sub = Client(proxy.url, timeout=0.5).subscribe()
+        await sub.open()
+        await next_state(sub)
+        proxy.freeze()
+        started = time.monotonic()
+        await sub.close()
+        assert time.monotonic() - started < 3
+
+    run(main())
+
+
+def test_the_subscription_agrees_to_permessage_deflate(client):
+    async def main():
+        async with client.subscribe() as sub:
+            assert [extension.name for extension in sub._ws.protocol.extensions] == ["permessage-deflate"]
+            await next_state(sub)
+            client.fire({"type": "set", "path": "/text", "value": "compressible " * 1000})
+            version, state = await next_state(sub)
+            assert (version, state) == client.state_with_version()
 
     run(main())

@@ -59,6 +59,8 @@ public final class RedisStreamLog: SharedEventLog {
     private let nodeBytes: [UInt8]
     public let keys: ClusterKeys
     public let epoch: String
+    /// The cluster's epoch: every node's versions are the cluster's.
+    public var history: String { epoch }
     /// "connected", "connecting", or why the connection is down ("disconnected: ...",
     /// "unauthenticated: ...").
     public private(set) var connectionState = "connecting"

@@ -26,6 +26,22 @@ public struct DataDirectory: Sendable {
     var snapshotsPath: String { path + "/snapshots" }
     /// There while an import fills the directory: what it holds then is an unfinished import's.
     var importMarkerPath: String { path + "/IMPORTING" }
+    /// The name of the history the directory holds (`HistoryName`).
+    var historyPath: String { path + "/HISTORY" }
+
+    /// The name of the history the directory holds, drawn and written now for a new history
+    /// (`startingOver`), or for a directory written before names were kept. Where it cannot be
+    /// written (a full disk), the name drawn holds for this process only: subscribers resuming
+    /// after the next start get snapshots, which is safe.
+    func history(startingOver: Bool) -> String {
+        if !startingOver, let bytes = try? readFile(historyPath) {
+            let name = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if HistoryName.isWellFormed(name) { return name }
+        }
+        let name = HistoryName.random()
+        try? writeAtomically(Array((name + "\n").utf8), to: historyPath)
+        return name
+    }
 
     func segmentPath(firstVersion: UInt64) -> String { journalPath + "/" + Self.fileName(firstVersion) + ".log" }
     func snapshotPath(version: UInt64) -> String { snapshotsPath + "/" + Self.fileName(version) + ".snapshot" }

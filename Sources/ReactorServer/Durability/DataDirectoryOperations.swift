@@ -19,7 +19,8 @@ public enum DataDirectoryOperations {
         let lock = try directory.lock()
         do throws(EventLogError) {
             let (snapshots, segments) = (try directory.snapshotVersions(), try directory.segmentVersions())
-            if snapshots.isEmpty && segments.isEmpty {
+            let isNew = snapshots.isEmpty && segments.isEmpty
+            if isNew {
                 try writeInitialSnapshot(initialState, in: directory)
                 logger.notice("created a data directory", metadata: ["directory": "\(directory.path)"])
             }
@@ -51,6 +52,7 @@ public enum DataDirectoryOperations {
             }
             let log = try FileEventLog(directory: directory, lockFD: lock, report: report, loop: loop, options: options)
             log.replayedChanges = Array(replayed)
+            log.history = directory.history(startingOver: isNew)
             logger.notice("recovered", metadata: [
                 "directory": "\(directory.path)", "snapshot": "\(report.snapshotVersion)",
                 "replayed": "\(report.records)", "version": "\(report.lastVersion)",
@@ -194,6 +196,8 @@ public enum DataDirectoryOperations {
             var bytes = JournalFormat.header(.snapshot, version: snapshot.version)
             JournalFormat.append(snapshot, to: &bytes)
             try directory.writeAtomically(bytes, to: directory.snapshotPath(version: snapshot.version))
+            // Its versions may be numbered as another history's were: subscribers start over.
+            _ = directory.history(startingOver: true)
             unlink(directory.importMarkerPath)
             try directory.fsyncDirectory(directory.path)
         } catch {

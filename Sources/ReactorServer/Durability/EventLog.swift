@@ -10,6 +10,10 @@ public protocol EventLog: AnyObject {
     /// The oldest version whose state the log can still rebuild: its oldest snapshot's.
     var oldestVersion: UInt64 { get }
 
+    /// The name of the history the log holds (`HistoryName`): the same for as long as its versions
+    /// keep their meaning.
+    var history: String { get }
+
     /// Appends records whose versions follow `lastVersion` without a gap; `completion` runs once they
     /// are as durable as the log promises (on disk, with fsync), or with why they are not, in which
     /// case none of them is in the log.

@@ -35,6 +35,7 @@ public final class FileEventLog: EventLog {
 
     public private(set) var lastVersion: UInt64
     public private(set) var oldestVersion: UInt64
+    public internal(set) var history = HistoryName.random()
     /// The first version of each segment on disk, in order.
     private var segments: [UInt64]
     private var recent: RecentRecords

@@ -51,7 +51,9 @@ public final class StateServer<StateType: HostedState> {
         // The pipeline moves the published state and tells the hub of each state it publishes;
         // the hub reads the published state when it needs it (a new subscriber's snapshot).
         let published = PublishedState(core: core, state: state, version: version, isJournaled: log != nil)
-        let hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, logger: logger) { published.current.state }
+        let hub = SubscriptionHub(windowCapacity: configuration.resumeWindow, history: log?.history ?? HistoryName.random(), logger: logger) {
+            published.current.state
+        }
         pipeline = CommitPipeline(core: core, published: published, log: log, hub: hub, loop: loop,
                                   options: .init(snapshotEvents: storage.snapshotEvents, snapshotBytes: storage.snapshotBytes),
                                   metrics: metrics, logger: logger)

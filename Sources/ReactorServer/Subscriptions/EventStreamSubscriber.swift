@@ -32,10 +32,10 @@ final class EventStreamSubscriber<StateType: HostedState>: TCPConnectionDelegate
         tcp.delegate = self
     }
 
-    func start(since: UInt64?) {
+    func start(since: UInt64?, history: String?) {
         // A browser's EventSource reconnects after this many milliseconds.
         tcp.write(Array("retry: 1000\n\n".utf8))
-        for message in hub.subscribe(self, to: selection, since: since, budget: configuration.maxUnsentBytes) { write(message.serverSentEvent) }
+        for message in hub.subscribe(self, to: selection, since: since, history: history, budget: configuration.maxUnsentBytes) { write(message.serverSentEvent) }
         // The client says nothing more; reading lets us notice when it goes away.
         tcp.startReading()
     }

@@ -38,8 +38,8 @@ final class SubscriberMessage {
         json = JSON.object(object).jsonBytes
     }
 
-    static func snapshot(_ version: UInt64, _ state: JSON, resumed: Bool? = nil) -> SubscriberMessage {
-        var members: JSON.Object = ["state": state]
+    static func snapshot(_ version: UInt64, _ state: JSON, history: String, resumed: Bool? = nil) -> SubscriberMessage {
+        var members: JSON.Object = ["state": state, "history": .string(history)]
         if let resumed { members["resumed"] = .bool(resumed) }
         return SubscriberMessage(version: version, kind: "snapshot", members: members)
     }

@@ -64,8 +64,12 @@ final class SubscriptionHub<StateType: HostedState> {
         }
     }
 
-    init(windowCapacity: Int, logger: Logger, published: @escaping () -> StateType) {
+    /// The name of the history the versions belong to (`HistoryName`), which snapshots carry.
+    let history: String
+
+    init(windowCapacity: Int, history: String = HistoryName.random(), logger: Logger, published: @escaping () -> StateType) {
         held = Held(window: TransitionWindow(capacity: windowCapacity))
+        self.history = history
         self.logger = logger
         self.published = published
     }
@@ -174,10 +178,12 @@ final class SubscriptionHub<StateType: HostedState> {
         }
     }
 
-    /// Adds `sink` and returns what it must be sent first: a snapshot, or what it missed since `since`;
-    /// a fresh snapshot (`"resumed":false`) rather than more than `budget` bytes of missed patches,
-    /// which would wait in the output unbounded by the slow-consumer policy.
-    func subscribe(_ sink: any SubscriptionSink, to selection: SubscriptionSelection, since: UInt64?, budget: Int = .max) -> [SubscriberMessage] {
+    /// Adds `sink` and returns what it must be sent first: a snapshot, or what it missed since `since`
+    /// (of `history`, when the client named the history it had it from); a fresh snapshot
+    /// (`"resumed":false`) rather than more than `budget` bytes of missed patches, which would wait
+    /// in the output unbounded by the slow-consumer policy.
+    func subscribe(_ sink: any SubscriptionSink, to selection: SubscriptionSelection, since: UInt64?, history: String? = nil,
+                   budget: Int = .max) -> [SubscriberMessage] {
         if held.groups[selection] == nil {
             if selection.mode == .state { held.stateGroups += 1 }
             if !selection.path.isRoot {
@@ -189,7 +195,9 @@ final class SubscriptionHub<StateType: HostedState> {
         held.groups[selection, default: [:]][ObjectIdentifier(sink)] = sink
         held.subscriberCount += 1
         guard let since else { return [snapshot(for: selection)] }
-        let startOver = { [self] in [SubscriberMessage.snapshot(held.version, current[selection.path] ?? .null, resumed: false)] }
+        let startOver = { [self] in [SubscriberMessage.snapshot(held.version, current[selection.path] ?? .null, history: self.history, resumed: false)] }
+        // Version `since` of another history (this server started over since) is not this one's.
+        if let history, history != self.history { return startOver() }
         guard let missed = held.window.transitions(after: since, current: held.version) else {
             // Too old, or from a future this server never saw (a restart): start over, and say so.
             return startOver()
@@ -226,7 +234,7 @@ final class SubscriptionHub<StateType: HostedState> {
     /// A snapshot of the current version for `selection`, made once per version.
     func snapshot(for selection: SubscriptionSelection) -> SubscriberMessage {
         if let cached = held.snapshots[selection] { return cached }
-        let message = SubscriberMessage.snapshot(held.version, current[selection.path] ?? .null)
+        let message = SubscriberMessage.snapshot(held.version, current[selection.path] ?? .null, history: history)
         held.snapshots[selection] = message
         return message
     }

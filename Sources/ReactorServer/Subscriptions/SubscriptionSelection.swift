@@ -10,12 +10,24 @@ struct SubscriptionSelection: Hashable {
     let path: JSONPointer
     let mode: Mode
 
-    /// Reads `path`, `mode` and `since` from a request's query; the problem names the bad parameter.
-    static func parse(_ request: HTTPRequest, lastEventID: String? = nil) -> Result<(SubscriptionSelection, since: UInt64?), Problem> {
-        let parameters: (path: String?, mode: String?, since: String?)
-        switch (Problem.parameter("path", of: request), Problem.parameter("mode", of: request), Problem.parameter("since", of: request)) {
-        case (.success(let path), .success(let mode), .success(let since)): parameters = (path, mode, since)
-        case (.failure(let problem), _, _), (_, .failure(let problem), _), (_, _, .failure(let problem)): return .failure(problem)
+    /// What a subscriber asked for: the selection, and where it resumes (`since`, of `history`).
+    struct Request {
+        let selection: SubscriptionSelection
+        let since: UInt64?
+        let history: String?
+    }
+
+    /// Reads `path`, `mode`, `since` and `history` from a request's query; the problem names the bad parameter.
+    static func parse(_ request: HTTPRequest, lastEventID: String? = nil) -> Result<Request, Problem> {
+        let parameters: (path: String?, mode: String?, since: String?, history: String?)
+        switch (Problem.parameter("path", of: request), Problem.parameter("mode", of: request), Problem.parameter("since", of: request),
+                Problem.parameter("history", of: request)) {
+        case (.success(let path), .success(let mode), .success(let since), .success(let history)): parameters = (path, mode, since, history)
+        case (.failure(let problem), _, _, _), (_, .failure(let problem), _, _), (_, _, .failure(let problem), _), (_, _, _, .failure(let problem)):
+            return .failure(problem)
+        }
+        if let history = parameters.history, !HistoryName.isWellFormed(history) {
+            return .failure(.invalidParameter("history", "history must be the name a snapshot gave (\"history\"), not \"\(history)\""))
         }
         var path = JSONPointer.root
         if let text = parameters.path {
@@ -39,7 +51,7 @@ struct SubscriptionSelection: Hashable {
             }
             since = version
         }
-        return .success((SubscriptionSelection(path: path, mode: mode), since))
+        return .success(Request(selection: SubscriptionSelection(path: path, mode: mode), since: since, history: parameters.history))
     }
 
     /// Whether `operation` may have changed the selected part: a move changes where it comes from too.

@@ -52,7 +52,7 @@ final class SubscriptionService<StateType: HostedState> {
     /// snapshot of an older version, it gets what it missed.
     private func whenCaughtUp(with request: HTTPRequest, lastEventID: String?, _ proceed: @escaping () -> Void) {
         guard let catchUp, case .success(let parsed) = SubscriptionSelection.parse(request, lastEventID: lastEventID),
-              let since = parsed.since else { return proceed() }
+              let since = parsed.since, parsed.history == nil || parsed.history == hub.history else { return proceed() }
         catchUp(since, proceed)
     }
 
@@ -72,19 +72,19 @@ final class SubscriptionService<StateType: HostedState> {
     }
 
     private func subscribe(_ request: HTTPRequest, context: RequestContext) -> HTTPResponse {
-        let selection: SubscriptionSelection
-        let since: UInt64?
+        let asked: SubscriptionSelection.Request
         switch SubscriptionSelection.parse(request) {
-        case .success(let parsed): (selection, since) = parsed
+        case .success(let parsed): asked = parsed
         case .failure(let problem): return problem.response
         }
+        let selection = asked.selection
         let principal = context.principal
         let mayFire = configuration.tokens.isEmpty || principal?.token.allows(.fire) == true
         return handshake(request, subprotocols: [Self.subprotocol], selection: selection) { [unowned self] tcp, leftover, deflate, closed in
             let connection = WebSocketServerConnection(tcp: tcp, loop: loop, closed: closed, limits: webSocketLimits, timing: timing, deflate: deflate)
             let subscriber = WebSocketSubscriber(connection: connection, hub: hub, fire: fire, selection: selection,
                                                  principal: principal, mayFire: mayFire, configuration: configuration, logger: logger)
-            subscriber.start(since: since, leftover: leftover)
+            subscriber.start(since: asked.since, history: asked.history, leftover: leftover)
             return connection
         }
     }
@@ -158,16 +158,15 @@ final class SubscriptionService<StateType: HostedState> {
             head.lengthIsUnknown = true
             return head
         }
-        let selection: SubscriptionSelection
-        let since: UInt64?
+        let asked: SubscriptionSelection.Request
         switch SubscriptionSelection.parse(request, lastEventID: request.headers["Last-Event-ID"]) {
-        case .success(let parsed): (selection, since) = parsed
+        case .success(let parsed): asked = parsed
         case .failure(let problem): return problem.response
         }
         let takeover = ConnectionTakeover { [unowned self] tcp, _, closed in
-            let subscriber = EventStreamSubscriber(tcp: tcp, loop: loop, closed: closed, hub: hub, selection: selection,
+            let subscriber = EventStreamSubscriber(tcp: tcp, loop: loop, closed: closed, hub: hub, selection: asked.selection,
                                                    configuration: configuration, logger: logger)
-            subscriber.start(since: since)
+            subscriber.start(since: asked.since, history: asked.history)
             return subscriber
         }
         return HTTPResponse(status: .ok, contentType: .eventStream, headers: [("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")], takeover: takeover)

@@ -34,9 +34,9 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
         self.logger = logger
     }
 
-    func start(since: UInt64?, leftover: [UInt8]) {
+    func start(since: UInt64?, history: String?, leftover: [UInt8]) {
         connection.handler = self
-        for message in hub.subscribe(self, to: selection, since: since, budget: configuration.maxUnsentBytes) { send(connection.frame(for: message, live: false)) }
+        for message in hub.subscribe(self, to: selection, since: since, history: history, budget: configuration.maxUnsentBytes) { send(connection.frame(for: message, live: false)) }
         connection.start(leftover: leftover)
     }
 

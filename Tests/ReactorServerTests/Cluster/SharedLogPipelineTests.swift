@@ -34,6 +34,7 @@ final class SharedLogPipelineTests: XCTestCase {
         var onRecords: (([LogRecord]) -> Void)?
         var appliedVersion: (() -> UInt64)?
         var statistics = EventLogStatistics()
+        let history = "shared"
         var refusals = 0
         var reads = 0
         /// Keys whose claims ran out and were taken by another request: appends answering them are fenced off.

@@ -27,6 +27,7 @@ final class EventPathTests: XCTestCase {
         /// The error the next appends fail with; nil lets them through.
         var failure: EventLogError?
         var statistics = EventLogStatistics()
+        let history = "memory"
 
         init(loop: EventLoop) { self.loop = loop }
 

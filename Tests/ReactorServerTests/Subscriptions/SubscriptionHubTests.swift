@@ -15,7 +15,7 @@ final class SubscriptionHubTests: XCTestCase {
     private var version: UInt64 = 0
 
     override func setUp() {
-        hub = SubscriptionHub(windowCapacity: 4, logger: Logger(label: "test")) { [unowned self] in document }
+        hub = SubscriptionHub(windowCapacity: 4, history: "h1", logger: Logger(label: "test")) { [unowned self] in document }
         hub.update(with: document, version: 0)
     }
 
@@ -32,7 +32,7 @@ final class SubscriptionHubTests: XCTestCase {
     func testASubscriberGetsASnapshotThenPatchesThatRebuildTheState() throws {
         let sink = Sink()
         let first = hub.subscribe(sink, to: try selection(), since: nil)
-        XCTAssertEqual(first.map { try! JSON(parsing: $0.json) }, [["type": "snapshot", "version": 0, "state": [:]]])
+        XCTAssertEqual(first.map { try! JSON(parsing: $0.json) }, [["type": "snapshot", "version": 0, "state": [:], "history": "h1"]])
         var replica = try XCTUnwrap(JSON(parsing: first[0].json)["state"])
         try apply(.set(path: try JSONPointer("/a/b"), value: [1, 2]))
         try apply(.append(path: try JSONPointer("/a/b"), value: 3))
@@ -69,11 +69,22 @@ final class SubscriptionHubTests: XCTestCase {
         XCTAssertTrue(hub.subscribe(Sink(), to: try selection(), since: 3).isEmpty, "an up-to-date subscriber needs nothing")
     }
 
+    func testResumeFromAnotherHistoryIsAFreshSnapshotMarkedNotResumed() throws {
+        for value in 1...3 { try apply(.set(path: try JSONPointer("/v"), value: .integer(Int64(value)))) }
+        // Version 1 of a server that started over since: its patches are not this history's.
+        let other = hub.subscribe(Sink(), to: try selection(), since: 1, history: "h0").map { try! JSON(parsing: $0.json) }
+        XCTAssertEqual(other, [["type": "snapshot", "version": 3, "state": ["v": 3], "history": "h1", "resumed": false]])
+        XCTAssertEqual(hub.subscribe(Sink(), to: try selection(), since: 3, history: "h0").count, 1, "even at the same version")
+        let same = hub.subscribe(Sink(), to: try selection(), since: 1, history: "h1").map { try! JSON(parsing: $0.json)["version"] }
+        XCTAssertEqual(same, [2, 3])
+        XCTAssertTrue(hub.subscribe(Sink(), to: try selection(), since: 3, history: "h1").isEmpty)
+    }
+
     func testResumeBeyondTheWindowOrFromTheFutureIsAFreshSnapshotMarkedNotResumed() throws {
         for value in 1...6 { try apply(.set(path: try JSONPointer("/v"), value: .integer(Int64(value)))) }
         for since in [UInt64(0), 1, 99] {
             let messages = hub.subscribe(Sink(), to: try selection(), since: since).map { try! JSON(parsing: $0.json) }
-            XCTAssertEqual(messages, [["type": "snapshot", "version": 6, "state": ["v": 6], "resumed": false]], "since \(since)")
+            XCTAssertEqual(messages, [["type": "snapshot", "version": 6, "state": ["v": 6], "history": "h1", "resumed": false]], "since \(since)")
         }
         // The window holds 4 transitions: 3..6, so since=2 is the oldest that resumes.
         XCTAssertEqual(hub.subscribe(Sink(), to: try selection(), since: 2).count, 4)
@@ -91,7 +102,7 @@ final class SubscriptionHubTests: XCTestCase {
         version = 50
         hub.update(with: document, version: version)
         try apply(.set(path: try JSONPointer("/v"), value: 51))
-        let fresh: JSON = ["type": "snapshot", "version": 51, "state": ["v": 51, "w": "jumped"], "resumed": false]
+        let fresh: JSON = ["type": "snapshot", "version": 51, "state": ["v": 51, "w": "jumped"], "history": "h1", "resumed": false]
         for since in [UInt64(1), 2, 8, 48] {
             let messages = hub.subscribe(Sink(), to: try selection(), since: since).map { try! JSON(parsing: $0.json) }
             XCTAssertEqual(messages, [fresh], "since \(since)")
