@@ -216,6 +216,10 @@ struct JSONByteReader {
             case .unescaped(let bytes):
                 key = string(bytes)
                 print = Self.keyPrint(bytes)
+                // Bytes tell ASCII keys apart exactly. Others may differ in bytes and still be one key
+                // as the object's dictionary compares them (canonically equivalent: "\u{C5}" and
+                // "A\u{30A}"), which it must never hold twice: compare every key as a string.
+                if !Self.isASCII(bytes) { printsAreExact = false }
             case .decoded(let decoded):
                 // A key written with escapes has no print of its own bytes: compare every key as a string.
                 key = decoded
@@ -279,6 +283,22 @@ struct JSONByteReader {
         var print = UInt64(length) << 56
         for index in 0..<length { print |= UInt64(start[index]) << (UInt64(index) &* 8) }
         return print
+    }
+
+    /// Whether every byte is ASCII, a word at a time.
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let start = bytes.baseAddress else { return true }
+        var index = 0
+        while index + 8 <= bytes.count {
+            if ByteWord(loadingFrom: start, at: index).nonASCIILanes != 0 { return false }
+            index += 8
+        }
+        while index < bytes.count {
+            if start[index] >= 0x80 { return false }
+            index += 1
+        }
+        return true
     }
 
     /// Between a key and its value: the ':' and the whitespace around it.

@@ -58,6 +58,13 @@ final class JSONParserTests: XCTestCase {
             let strict = expectParseError("{" + members.joined(separator: ",") + "}", parser: JSONParser(duplicateKeys: .reject))
             XCTAssertEqual(strict?.message, #"duplicate key "k0" in object"#, "\(size) members")
         }
+        // Keys the dictionary takes for one (canonically equivalent) are one, written raw as escaped:
+        // an object never holds two keys it cannot tell apart.
+        for text in ["{\"\u{C5}\":1,\"A\u{30A}\":2}", #"{"\u00c5":1,"A\u030a":2}"#, "{\"k\":0,\"caf\u{E9}\":1,\"cafe\u{301}\":2}"] {
+            let object = try XCTUnwrap(JSON(parsing: text).objectValue, text)
+            XCTAssertEqual(object.count, text.hasPrefix("{\"k\"") ? 2 : 1, text)
+            XCTAssertEqual(object.values.last, 2, text)
+        }
         let nested = try JSON(parsing: #"{"a":{"a":1,"b":{"a":2,"a":3}},"b":4,"a":5}"#)
         XCTAssertEqual(nested.jsonString, #"{"a":5,"b":4}"#)
         let inner = try JSON(parsing: #"{"x":{"a":1,"b":{"a":2,"a":3}},"y":{"a":4}}"#)

@@ -1351,17 +1351,39 @@ def test_a_stream_that_went_back_under_the_same_epoch_is_noticed(cluster, redis)
     # What a failover to a replica that lacked the last events looks like: the same epoch, a lower head.
     a, b = cluster.nodes("a", "b")
     for i in range(5):
-        fire((a, b)[i % 2], INCREMENT)
+        fire((a, b)[i % 2], {"type": "set", "path": f"/k{i}", "value": i})
     assert_converged([a, b], 5)
-    redis.command("XDEL", log_key("e2e"), "4-0", "5-0")
+    with subscribe(a) as ws:
+        lost = next_json(ws)["history"]
+    # The replica's stream: entries 1 to 3, and no trace of 4 and 5 (XDEL would leave the stream's
+    # last ID at 5).
+    kept = redis.command("XRANGE", log_key("e2e"), "-", "3-0")
+    assert [entry_id for entry_id, _ in kept] == ["1-0", "2-0", "3-0"], kept
+    redis.command("DEL", log_key("e2e"))
+    for entry_id, fields in kept:
+        redis.command("XADD", log_key("e2e"), entry_id, *fields)
     redis.command("HSET", "reactor:{e2e}:meta", "version", "3")
     for node in (a, b):
         wait_until(lambda: request(node, "GET", "/readyz").status == 503, 5, message=f"{node.name} notices the stream went back")
         refused = post_events(node, INCREMENT)
         problem = assert_problem(refused, 503, "journal-unavailable")
         assert "below version 5" in problem["detail"], problem
-        assert state_and_version(node) == ({"n": 5}, 5)
+        assert state_and_version(node) == ({f"k{i}": i for i in range(5)}, 5)
     assert cluster.meta()["version"] == "3", "nothing was appended on the shorter history"
+
+    # What cluster.md says to do: a new epoch, then the nodes restarted. They go on from version 3
+    # in a history of another name: a subscriber resuming at version 5 of the lost one gets a
+    # snapshot, not version 6's patch applied to a state the cluster no longer has.
+    redis.command("HSET", "reactor:{e2e}:meta", "epoch", "after-the-failover")
+    assert a.stop() == 0
+    a = cluster.restart(a)
+    for i in range(3):
+        fire(a, {"type": "set", "path": f"/x{i}", "value": i})
+    expected = {"k0": 0, "k1": 1, "k2": 2, "x0": 0, "x1": 1, "x2": 2}
+    assert state_and_version(a) == (expected, 6)
+    with subscribe(a, since=5, history=lost) as ws:
+        message = next_json(ws)
+    assert (message["type"], message["state"], message.get("resumed"), message["history"]) == ("snapshot", expected, False, "after-the-failover"), message
 
 
 def test_an_entry_reactord_does_not_write_stops_writes_never_shows_another_history(cluster, redis):

@@ -30,16 +30,22 @@ public struct DataDirectory: Sendable {
     var historyPath: String { path + "/HISTORY" }
 
     /// The name of the history the directory holds, drawn and written now for a new history
-    /// (`startingOver`), or for a directory written before names were kept. Where it cannot be
-    /// written (a full disk), the name drawn holds for this process only: subscribers resuming
-    /// after the next start get snapshots, which is safe.
-    func history(startingOver: Bool) -> String {
+    /// (`startingOver`), or for a directory written before names were kept. The old name is removed
+    /// first: where the new one cannot be written (a full disk), the name drawn holds for this
+    /// process only and the next start draws another (subscribers resuming then get snapshots,
+    /// which is safe), rather than read back a name whose versions meant other states.
+    func history(startingOver: Bool, onFailure: (EventLogError) -> Void = { _ in }) -> String {
         if !startingOver, let bytes = try? readFile(historyPath) {
             let name = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if HistoryName.isWellFormed(name) { return name }
         }
         let name = HistoryName.random()
-        try? writeAtomically(Array((name + "\n").utf8), to: historyPath)
+        do throws(EventLogError) {
+            if unlink(historyPath) != 0 && errno != ENOENT { throw Self.error("cannot remove", historyPath) }
+            try writeAtomically(Array((name + "\n").utf8), to: historyPath)
+        } catch {
+            onFailure(error)
+        }
         return name
     }
 

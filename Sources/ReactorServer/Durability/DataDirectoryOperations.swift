@@ -52,7 +52,9 @@ public enum DataDirectoryOperations {
             }
             let log = try FileEventLog(directory: directory, lockFD: lock, report: report, loop: loop, options: options)
             log.replayedChanges = Array(replayed)
-            log.history = directory.history(startingOver: isNew)
+            log.history = directory.history(startingOver: isNew) { error in
+                logger.warning("the name of the data directory's history cannot be kept: subscribers resuming after the next start get snapshots", metadata: ["error": "\(error.message)"])
+            }
             logger.notice("recovered", metadata: [
                 "directory": "\(directory.path)", "snapshot": "\(report.snapshotVersion)",
                 "replayed": "\(report.records)", "version": "\(report.lastVersion)",
@@ -197,7 +199,9 @@ public enum DataDirectoryOperations {
             JournalFormat.append(snapshot, to: &bytes)
             try directory.writeAtomically(bytes, to: directory.snapshotPath(version: snapshot.version))
             // Its versions may be numbered as another history's were: subscribers start over.
-            _ = directory.history(startingOver: true)
+            var historyFailure: EventLogError?
+            _ = directory.history(startingOver: true) { historyFailure = $0 }
+            if let historyFailure { throw historyFailure }
             unlink(directory.importMarkerPath)
             try directory.fsyncDirectory(directory.path)
         } catch {

@@ -48,6 +48,36 @@ final class DataDirectoryOperationsTests: XCTestCase {
         XCTAssertEqual(DataDirectory.parent(of: "/srv/data//"), "/srv")
     }
 
+    /// A history starts over with a new name; one that cannot be written leaves no name behind,
+    /// so that the next start draws another rather than read back the old one.
+    func testAHistoryStartedOverNeverKeepsTheOldName() throws {
+        let plain = directory("names")
+        try plain.create()
+        let first = plain.history(startingOver: false)
+        XCTAssertEqual(plain.history(startingOver: false), first, "kept across starts")
+        let second = plain.history(startingOver: true)
+        XCTAssertNotEqual(second, first)
+        XCTAssertEqual(plain.history(startingOver: false), second)
+
+        let historyPath = plain.historyPath
+        let full = DataDirectory(path: plain.path, faults: { operation, file in operation == .rename && file == historyPath ? ENOSPC : nil })
+        var failures: [EventLogError] = []
+        let third = full.history(startingOver: true) { failures.append($0) }
+        XCTAssertEqual(failures.count, 1)
+        XCTAssertNotEqual(third, second)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: historyPath), "the old name was left to be read back")
+        let fourth = plain.history(startingOver: false)
+        XCTAssertFalse([first, second, third].contains(fourth))
+
+        // An import starts a history of its own, whatever name the directory held.
+        let imported = directory("imported")
+        try imported.create()
+        try Array("0123456789abcdef\n".utf8).withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: imported.historyPath)) }
+        XCTAssertEqual(imported.history(startingOver: false), "0123456789abcdef")
+        XCTAssertEqual(try DataDirectoryOperations.importLines(export(3), into: imported, as: JSONDocument.self), 3)
+        XCTAssertNotEqual(imported.history(startingOver: false), "0123456789abcdef")
+    }
+
     func testAnImportRecoversToTheSameStateAndVersion() throws {
         let data = directory()
         XCTAssertEqual(try DataDirectoryOperations.importLines(export(50), into: data, as: JSONDocument.self), 50)
