@@ -1005,11 +1005,10 @@ def test_a_node_refused_by_redis_on_reconnecting_tries_again_until_it_is_served(
     assert fire(node, INCREMENT) == 2
 
 
-@pytest.mark.time_limit(60)
-def test_a_subscriber_resuming_on_a_node_behind_waits_for_it_rather_than_go_back(cluster):
-    """A client resuming on node b with a version it had from node a, while b's tail has not brought
-    it yet, is answered once b has it: it gets what follows, not a snapshot of an older version.
-    b's tail read is held 2 s on its way to Redis; a past version b has not reached is read alike."""
+@contextlib.contextmanager
+def node_with_a_held_tail(cluster):
+    """Nodes a and b, a at version 5 and b knowing that head while its tail read is held 2 s on its
+    way to Redis (b still at version 0)."""
     proxy = HoldingProxy(cluster.redis.port, (b"XREAD",), seconds=2)
     try:
         a = cluster.node("a")
@@ -1019,6 +1018,17 @@ def test_a_subscriber_resuming_on_a_node_behind_waits_for_it_rather_than_go_back
             fire(a, INCREMENT)
         # b's heartbeat learns the head (5) within a second; its tail is still held.
         wait_until(lambda: cluster_info(b)["head"] == 5, 3, interval=0.05, message="b learns the head")
+        yield a, b
+    finally:
+        proxy.close()
+
+
+@pytest.mark.time_limit(60)
+def test_a_subscriber_resuming_on_a_node_behind_waits_for_it_rather_than_go_back(cluster):
+    """A client resuming on node b with a version it had from node a, while b's tail has not brought
+    it yet, is answered once b has it: it gets what follows, not a snapshot of an older version.
+    b's tail read is held 2 s on its way to Redis; a past version b has not reached is read alike."""
+    with node_with_a_held_tail(cluster) as (a, b):
         assert cluster_info(b)["version"] == 0
         past: dict = {}
         reader = threading.Thread(target=lambda: past.update(answer=request(b, "GET", "/state?version=4", timeout=10)), daemon=True)
@@ -1029,22 +1039,13 @@ def test_a_subscriber_resuming_on_a_node_behind_waits_for_it_rather_than_go_back
             assert message["type"] == "patch" and message["version"] == 6, message
         reader.join(10)
         assert past["answer"].status == 200 and past["answer"].json() == {"n": 4}, past
-    finally:
-        proxy.close()
 
 
 def test_a_request_pipelined_behind_a_waiting_stream_is_not_run_unanswered(cluster):
     """An event stream takes its connection over once it is answered: requests pipelined behind it
     get no answer. While it waits for its version, they must not run either: a POST among them would
     be applied and its client never told. b's tail read is held 2 s on its way to Redis."""
-    proxy = HoldingProxy(cluster.redis.port, (b"XREAD",), seconds=2)
-    try:
-        a = cluster.node("a")
-        b = cluster._reactord("--redis", f"redis://{HOST}:{proxy.port}", "--redis-key", cluster.key, "--node-name", "b")
-        assert proxy.held.wait(10), "b's tail never read through the proxy"
-        for _ in range(5):
-            fire(a, INCREMENT)
-        wait_until(lambda: cluster_info(b)["head"] == 5, 3, interval=0.05, message="b learns the head")
+    with node_with_a_held_tail(cluster) as (a, b):
         body = json.dumps(INCREMENT)
         with socket.create_connection((HOST, b.port), timeout=10) as connection:
             connection.sendall(
@@ -1062,8 +1063,6 @@ def test_a_request_pipelined_behind_a_waiting_stream_is_not_run_unanswered(clust
             wait_for_version([b], 5)
             time.sleep(1)
             assert state_and_version(a) == ({"n": 5}, 5)
-    finally:
-        proxy.close()
 
 
 def redis_client_ids(admin) -> set[str]:
