@@ -24,7 +24,9 @@ struct RemoteEndpoints: Sendable {
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
         // What a browser's EventSource sends; the `since` parameter says the same and wins.
-        if let since { request.setValue(String(since.version), forHTTPHeaderField: "Last-Event-ID") }
+        if let since {
+            request.setValue(since.history.map { "\(since.version)@\($0)" } ?? String(since.version), forHTTPHeaderField: "Last-Event-ID")
+        }
         return request
     }
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Reactord, curl, get_state, request
+from conftest import REPO, Reactord, curl, free_port, get_state, request
+from subscriptions import apply_patch
 
 try:
     from selenium import webdriver
@@ -480,6 +481,51 @@ def test_scrubbing_a_subtree_selected_in_the_url(browser, dashboard):
     by_testid(browser, "scrub-version").send_keys(Keys.ENTER)
     wait_for_value(browser, "/players/0/level", 1)
     assert set(tree_pointers(browser)) == {"/players/0", "/players/0/name", "/players/0/level"}
+
+
+# ---------------------------------------------------------------------------------------------
+# A browser's own EventSource
+
+
+def test_an_eventsource_reconnecting_to_a_server_that_started_over_gets_its_state(browser, reactord, tmp_path):
+    """A page's plain `EventSource` on /stream, whose server is replaced (same port) by one of
+    another history already past the page's version: the browser reconnects by itself, sending the
+    last id it saw as Last-Event-ID, and must end with the new server's state, not the old one's
+    with the new one's patches applied to it."""
+    port = free_port()
+    other = reactord("--data-dir", str(tmp_path / "other"))
+    fire(other, {"type": "set", "path": "/from", "value": "other"})
+    for _ in range(4):
+        fire(other, {"type": "increment", "path": "/n"})
+    assert other.stop() == 0
+    first = reactord("--port", str(port))
+    fire(first, {"type": "set", "path": "/from", "value": "first"})
+    for _ in range(2):
+        fire(first, {"type": "increment", "path": "/n"})
+    browser.get(f"{first.base_url}/readyz")
+    browser.execute_script("""
+        window.received = [];
+        window.ids = [];
+        const source = new EventSource('/stream');
+        for (const type of ['snapshot', 'patch', 'state'])
+            source.addEventListener(type, (e) => { window.received.push(JSON.parse(e.data)); window.ids.push(e.lastEventId); });
+    """)
+    wait_for(browser, lambda d: d.execute_script("return window.received.length") == 1, "the stream's snapshot never came")
+    assert first.stop() == 0
+    second = reactord("--port", str(port), "--data-dir", str(tmp_path / "other"))
+    assert get_state(second) == {"from": "other", "n": 4}
+    wait_for(browser, lambda d: d.execute_script("return window.received.length") >= 2, "the EventSource never reconnected")
+    time.sleep(0.3)  # anything the reconnection brought besides
+    received, ids = browser.execute_script("return [window.received, window.ids]")
+    state = None
+    for message in received:
+        state = message["state"] if message["type"] == "snapshot" else apply_patch(state, message["ops"])
+    assert state == get_state(second), received
+    assert received[1]["type"] == "snapshot" and received[1].get("resumed") is False, received
+    assert received[0]["history"] != received[1]["history"]
+    # Each id is the message's version at the history of the snapshot it follows.
+    assert ids[:2] == [f"{m['version']}@{m['history']}" for m in received[:2]]
+    assert all(id == f"{m['version']}@{received[1]['history']}" for id, m in zip(ids[2:], received[2:]))
 
 
 # ---------------------------------------------------------------------------------------------

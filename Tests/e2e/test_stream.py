@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import HOST, assert_problem, curl_response, get_state, http_request, post_events, raw
-from sse import CurlStream, finished_stream
+from sse import CurlStream, finished_stream, id_version
 from subscriptions import apply_patch, assert_same_json, query_string, without_history
 
 
@@ -29,7 +29,7 @@ def test_stream_with_curl_n_snapshot_then_patches(server):
         assert stream.headers.get("cache-control") == "no-cache"
         assert stream.record() == {"retry": "1000"}
         record, snapshot = stream.message()
-        assert record["id"] == "1" and record["event"] == "snapshot"
+        assert id_version(record) == "1" and record["event"] == "snapshot"
         assert without_history(snapshot) == {"type": "snapshot", "version": 1, "state": {"players": [{"name": "Ayla"}]}}
         mirror = snapshot["state"]
         events = [
@@ -41,7 +41,7 @@ def test_stream_with_curl_n_snapshot_then_patches(server):
         for event in events:
             version = fire(server, event)
             record, message = stream.message()
-            assert (record["id"], record["event"]) == (str(version), "patch")
+            assert (id_version(record), record["event"]) == (str(version), "patch")
             assert message["type"] == "patch" and message["version"] == version
             mirror = apply_patch(mirror, message["ops"])
             assert_same_json(mirror, get_state(server))
@@ -53,16 +53,42 @@ def test_last_event_id_resumes_with_the_missed_patches(server):
     status, _, records = finished_stream(server, "/stream", "-H", "Last-Event-ID: 2")
     assert status == 200
     assert records[0] == {"retry": "1000"}
-    assert [(r["id"], r["event"]) for r in records[1:]] == [("3", "patch"), ("4", "patch"), ("5", "patch")]
+    assert [(id_version(r), r["event"]) for r in records[1:]] == [("3", "patch"), ("4", "patch"), ("5", "patch")]
     state = {"n": 2}
     for record in records[1:]:
         state = apply_patch(state, json.loads(record["data"])["ops"])
     assert state == get_state(server)
     # since= in the query does the same; the current version sends nothing.
     _, _, records = finished_stream(server, "/stream?since=4")
-    assert [(r["id"], r["event"]) for r in records[1:]] == [("5", "patch")]
+    assert [(id_version(r), r["event"]) for r in records[1:]] == [("5", "patch")]
     _, _, records = finished_stream(server, "/stream", "-H", "Last-Event-ID: 5")
     assert records == [{"retry": "1000"}]
+
+
+def test_event_ids_name_their_history_which_last_event_id_is_checked_against(server):
+    for _ in range(3):
+        fire(server, {"type": "increment", "path": "/n"})
+    _, _, records = finished_stream(server, "/stream?since=1", seconds=0.5)
+    history = get_snapshot_history(server)
+    assert [r["id"] for r in records[1:]] == [f"2@{history}", f"3@{history}"]
+    # The id as the browser sends it back: the patches after it, in this history.
+    _, _, records = finished_stream(server, "/stream", "-H", f"Last-Event-ID: 1@{history}", seconds=0.5)
+    assert [r["id"] for r in records[1:]] == [f"2@{history}", f"3@{history}"]
+    # Of another history (a server that started over since): a fresh snapshot, not these patches.
+    _, _, records = finished_stream(server, "/stream", "-H", "Last-Event-ID: 1@0123456789abcdef", seconds=0.5)
+    assert [r["id"] for r in records[1:]] == [f"3@{history}"]
+    assert without_history(json.loads(records[1]["data"])) == {"type": "snapshot", "version": 3, "state": {"n": 3}, "resumed": False}
+    # Even at the version this server is at.
+    _, _, records = finished_stream(server, "/stream", "-H", "Last-Event-ID: 3@0123456789abcdef", seconds=0.5)
+    assert [(r["id"], r["event"]) for r in records[1:]] == [(f"3@{history}", "snapshot")]
+    # The query's since wins, with its own history or none.
+    _, _, records = finished_stream(server, "/stream?since=2", "-H", "Last-Event-ID: 1@0123456789abcdef", seconds=0.5)
+    assert [(r["id"], r["event"]) for r in records[1:]] == [(f"3@{history}", "patch")]
+
+
+def get_snapshot_history(server) -> str:
+    _, _, records = finished_stream(server, "/stream", seconds=0.5)
+    return json.loads(records[1]["data"])["history"]
 
 
 def test_last_event_id_too_old_gets_a_snapshot_with_resumed_false(reactord):
@@ -70,7 +96,7 @@ def test_last_event_id_too_old_gets_a_snapshot_with_resumed_false(reactord):
     for _ in range(20):
         fire(server, {"type": "increment", "path": "/n"})
     _, _, records = finished_stream(server, "/stream", "-H", "Last-Event-ID: 3")
-    assert [(r["id"], r["event"]) for r in records[1:]] == [("20", "snapshot")]
+    assert [(id_version(r), r["event"]) for r in records[1:]] == [("20", "snapshot")]
     assert without_history(json.loads(records[1]["data"])) == {"type": "snapshot", "version": 20, "state": {"n": 20}, "resumed": False}
 
 
@@ -84,7 +110,7 @@ def test_stream_a_path_in_state_mode(server):
         stream.assert_silent(0.5)
         version = fire(server, {"type": "increment", "path": "/game/score", "by": 41})
         record, message = stream.message()
-        assert record["event"] == "state" and record["id"] == str(version)
+        assert record["event"] == "state" and id_version(record) == str(version)
         assert message == {"type": "state", "version": version, "state": 42}
 
 
@@ -93,7 +119,7 @@ def test_stream_resume_of_a_path_selection(server):
     fire(server, {"type": "append", "path": "/a", "value": 2})
     last = fire(server, {"type": "increment", "path": "/b"})
     _, _, records = finished_stream(server, "/stream?path=/a", "-H", "Last-Event-ID: 1")
-    assert len(records) == 2 and records[1]["event"] == "patch" and records[1]["id"] == str(last)
+    assert len(records) == 2 and records[1]["event"] == "patch" and id_version(records[1]) == str(last)
     assert json.loads(records[1]["data"])["ops"] == [{"op": "replace", "path": "", "value": [1, 2]}]
 
 
@@ -103,9 +129,11 @@ def test_stream_bad_parameters_are_400(server, query):
     assert_problem(answer, 400, "invalid-parameter")
 
 
-def test_stream_bad_last_event_id_is_400(server):
-    answer = curl_response(f"http://{HOST}:{server.port}/stream", "-H", "Last-Event-ID: abc")
+@pytest.mark.parametrize("value", ["abc", "3@", "@0123456789abcdef", "3@a b", "-1"])
+def test_stream_bad_last_event_id_is_400_naming_it(server, value):
+    answer = curl_response(f"http://{HOST}:{server.port}/stream", "-H", f"Last-Event-ID: {value}")
     assert_problem(answer, 400, "invalid-parameter")
+    assert answer.json()["parameter"] == "Last-Event-ID"
 
 
 def test_stream_needs_the_read_scope(reactord):

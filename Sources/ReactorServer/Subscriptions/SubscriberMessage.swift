@@ -2,6 +2,8 @@
 /// framed for its transport the first time one of them asks.
 final class SubscriberMessage {
     let version: UInt64
+    /// The name of the history `version` belongs to (`HistoryName`): part of the message's SSE id.
+    let history: String
     /// The message's `"type"`, also the SSE event name.
     let kind: String
     let json: [UInt8]
@@ -20,9 +22,13 @@ final class SubscriberMessage {
     /// This message in its selection's shared deflate stream (`SharedDeflateStream`), once compressed there.
     var sharedDeflateEntry: SharedDeflateStream.Entry?
 
+    /// The SSE id is `<version>@<history>` (`EventStreamID`), so that a browser's `EventSource`,
+    /// which reconnects with nothing but the last id (`Last-Event-ID`), resumes in the right history.
     private(set) lazy var serverSentEvent: [UInt8] = {
         var bytes = Array("id: ".utf8)
         bytes.appendDecimal(version)
+        bytes.append(EventStreamID.separator)
+        bytes.append(contentsOf: history.utf8)
         bytes.append(contentsOf: "\nevent: \(kind)\ndata: ".utf8)
         // Compact JSON escapes every control character, so the data is one line.
         bytes.append(contentsOf: json)
@@ -30,8 +36,9 @@ final class SubscriberMessage {
         return bytes
     }()
 
-    init(version: UInt64, kind: String, members: JSON.Object) {
+    init(version: UInt64, history: String, kind: String, members: JSON.Object) {
         self.version = version
+        self.history = history
         self.kind = kind
         var object: JSON.Object = ["type": .string(kind), "version": .integer(Int64(version))]
         for (key, value) in members { object[key] = value }
@@ -41,14 +48,14 @@ final class SubscriberMessage {
     static func snapshot(_ version: UInt64, _ state: JSON, history: String, resumed: Bool? = nil) -> SubscriberMessage {
         var members: JSON.Object = ["state": state, "history": .string(history)]
         if let resumed { members["resumed"] = .bool(resumed) }
-        return SubscriberMessage(version: version, kind: "snapshot", members: members)
+        return SubscriberMessage(version: version, history: history, kind: "snapshot", members: members)
     }
 
-    static func patch(_ version: UInt64, _ operations: [JSONPatchOperation]) -> SubscriberMessage {
-        SubscriberMessage(version: version, kind: "patch", members: ["ops": operations.json])
+    static func patch(_ version: UInt64, _ operations: [JSONPatchOperation], history: String) -> SubscriberMessage {
+        SubscriberMessage(version: version, history: history, kind: "patch", members: ["ops": operations.json])
     }
 
-    static func state(_ version: UInt64, _ state: JSON) -> SubscriberMessage {
-        SubscriberMessage(version: version, kind: "state", members: ["state": state])
+    static func state(_ version: UInt64, _ state: JSON, history: String) -> SubscriberMessage {
+        SubscriberMessage(version: version, history: history, kind: "state", members: ["state": state])
     }
 }

@@ -173,8 +173,8 @@ final class SubscriptionHub<StateType: HostedState> {
             : JSONPatch.diff(from: previous?[selection.path] ?? .null, to: current![selection.path] ?? .null)
         guard !operations.isEmpty else { return nil }
         switch selection.mode {
-        case .patch: return .patch(held.version, operations)
-        case .state: return .state(held.version, current![selection.path] ?? .null)
+        case .patch: return .patch(held.version, operations, history: history)
+        case .state: return .state(held.version, current![selection.path] ?? .null, history: history)
         }
     }
 
@@ -206,7 +206,7 @@ final class SubscriptionHub<StateType: HostedState> {
             var messages: [SubscriberMessage] = []
             var bytes = 0
             for transition in missed where !transition.operations.isEmpty {
-                let message = SubscriberMessage.patch(transition.version, transition.operations)
+                let message = SubscriberMessage.patch(transition.version, transition.operations, history: self.history)
                 bytes += message.json.count
                 if bytes > budget { return startOver() }
                 messages.append(message)
@@ -217,7 +217,8 @@ final class SubscriptionHub<StateType: HostedState> {
         let touched = missed.contains { $0.operations.contains(where: selection.isTouched(by:)) }
         guard touched else { return [] }
         let part = current[selection.path] ?? .null
-        return [selection.mode == .patch ? .patch(held.version, [.replace(path: .root, value: part)]) : .state(held.version, part)]
+        return [selection.mode == .patch ? .patch(held.version, [.replace(path: .root, value: part)], history: self.history)
+                                         : .state(held.version, part, history: self.history)]
     }
 
     func unsubscribe(_ sink: any SubscriptionSink, from selection: SubscriptionSelection) {

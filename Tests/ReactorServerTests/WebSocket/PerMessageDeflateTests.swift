@@ -135,7 +135,7 @@ final class PerMessageDeflateTests: XCTestCase, WebSocketTesting {
 
     private static func patch(_ version: UInt64, score: Int) -> SubscriberMessage {
         .patch(version, [.replace(path: try! JSONPointer("/players/p3"), value: ["name": "Player 3", "score": .integer(Int64(score)), "team": "red",
-                                                                               "inventory": ["sword", "shield", "potion of healing"]])])
+                                                                               "inventory": ["sword", "shield", "potion of healing"]])], history: "0123456789abcdef")
     }
 
     func testEachMessageIsCompressedOnceAndRefersBackToTheOnesBefore() {
