@@ -129,6 +129,23 @@ def test_log_names_the_token_and_never_its_secret(reactord):
     assert re.search(r"tokens=dashboard,other", log), log
 
 
+def test_a_request_refused_on_its_head_is_logged_with_its_token(reactord):
+    """A POST a token may not make is answered before its body is read, and still logged with the
+    token's name, as a refusal after the body would be."""
+    server = reactord("--token", "reader:r3ad-s3cret:read")
+    with raw(server, timeout=3) as connection:
+        connection.send("POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                        "Authorization: Bearer r3ad-s3cret\r\nContent-Length: 500000\r\n\r\n")
+        assert connection.read_response().status == 403
+    with raw(server, timeout=3) as connection:
+        connection.send("POST /events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 500000\r\n\r\n")
+        assert connection.read_response().status == 401
+    server.wait_for_log(r"request-id=2 ")
+    lines = [fields(line) for line in server.request_lines()]
+    assert [(entry["method"], entry["path"], entry["status"], entry["token"]) for entry in lines] == [
+        ("POST", "/events", "403", "reader"), ("POST", "/events", "401", "-")], server.log()
+
+
 def test_lines_logged_just_before_a_stop_are_written(reactord):
     # Request and event lines are held to the end of the loop's turn: a stop right after must still
     # write them, in order (a path is logged as it was sent, percent-encoded).

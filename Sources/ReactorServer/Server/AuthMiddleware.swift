@@ -21,9 +21,10 @@ struct AuthMiddleware: HeadCheckingMiddleware {
         next(request, context, respond)
     }
 
-    func problem(withHead head: HTTPRequest, scope: Scope?) -> Problem? {
+    func refusal(ofHead head: HTTPRequest, scope: Scope?) -> HeadRefusal? {
         guard !principals.isEmpty, let scope else { return nil }
-        return check(head, scope: scope).problem
+        let (principal, problem) = check(head, scope: scope)
+        return problem.map { HeadRefusal(problem: $0, principal: principal) }
     }
 
     /// Who presented the request's token, and why the request is refused `scope` (nil: it is not).

@@ -258,27 +258,28 @@ public final class HTTPServer {
     }
 
     /// Whether a connection's requests are shown to the server by their heads before their bodies
-    /// are read (`problem(withHead:)`).
+    /// are read (`refusal(ofHead:)`).
     var checksHeads: Bool { !headChecks.isEmpty }
 
     /// Why the request with `head`, whose body is still to come, is refused before it is read; nil
     /// to read it.
-    func problem(withHead head: HTTPRequest) -> Problem? {
+    func refusal(ofHead head: HTTPRequest) -> HeadRefusal? {
         guard !headChecks.isEmpty else { return nil }
         let scope = routes.scope(of: head)
         for check in headChecks {
-            if let problem = check.problem(withHead: head, scope: scope) { return problem }
+            if let refusal = check.refusal(ofHead: head, scope: scope) { return refusal }
         }
         return nil
     }
 
     /// Answers what a connection could not take as a request (malformed, too large, too slow) through
     /// the middleware too, so the answer is logged and carries CORS headers like any other.
-    /// `head` is the request's head when it was read whole.
-    func handleFailure(_ problem: Problem, head: HTTPRequest?, from connection: HTTPServerConnection, sequence: UInt64) {
+    /// `head` is the request's head when it was read whole, `principal` who sent it when known.
+    func handleFailure(_ problem: Problem, head: HTTPRequest?, principal: Principal? = nil, from connection: HTTPServerConnection, sequence: UInt64) {
         state.lastRequestID += 1
         let context = RequestContext(id: state.lastRequestID, receivedAt: MonotonicClock.nanoseconds(), connection: connection, sequence: sequence,
                                      isHead: false, keepAliveHeader: false)
+        context.principal = principal
         context.endpoint = Endpoint(respond: Router.answer(problem))
         responder(head ?? HTTPRequest(method: .other("-"), target: "-"), context) { response in context.connection?.complete(context, response) }
     }

@@ -55,7 +55,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private enum Held {
         case request(HTTPRequest)
         case upgrade(HTTPRequest, leftover: [UInt8])
-        case failure(Problem, head: HTTPRequest?)
+        case failure(Problem, head: HTTPRequest?, principal: Principal?)
     }
     // @exclusivity(unchecked) on `state` and the server's two fields below: touched on the loop thread
     // only, and no callback runs while one of them is being modified; a dynamic exclusivity check on
@@ -198,13 +198,13 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         return nil
     }
 
-    /// Answers a request the server refuses on its head (`HTTPServer.problem(withHead:)`) without
+    /// Answers a request the server refuses on its head (`HTTPServer.refusal(ofHead:)`) without
     /// reading its body, and closes after the answer: the body would come next.
     private func refusedOnHead(_ head: HTTPRequest) -> Bool {
-        guard let problem = server.problem(withHead: head) else { return false }
+        guard let refusal = server.refusal(ofHead: head) else { return false }
         parser.stop()
         state.isMidRequest = false
-        fail(with: problem, head: head)
+        fail(with: refusal.problem, head: head, principal: refusal.principal)
         return true
     }
 
@@ -294,24 +294,24 @@ final class HTTPServerConnection: TCPConnectionDelegate {
                 if writeIsUnanswered || readIsUnanswered { return }
                 state.held.removeFirst()
                 return upgrade(request, leftover: leftover)
-            case .failure(let problem, let head):
+            case .failure(let problem, let head, let principal):
                 state.held.removeFirst()
-                return fail(with: problem, head: head)
+                return fail(with: problem, head: head, principal: principal)
             }
         }
     }
 
     /// Answers a broken request (its response follows those already due) and closes.
-    private func fail(with problem: Problem, head: HTTPRequest?) {
+    private func fail(with problem: Problem, head: HTTPRequest?, principal: Principal? = nil) {
         if !state.held.isEmpty && !state.isDispatchingHeld {
             // After the requests held before it.
-            state.held.append(.failure(problem, head: head))
+            state.held.append(.failure(problem, head: head, principal: principal))
             return
         }
         let sequence = state.nextSequence
         state.nextSequence += 1
         state.closeAfter = sequence
-        server.handleFailure(problem, head: head, from: self, sequence: sequence)
+        server.handleFailure(problem, head: head, principal: principal, from: self, sequence: sequence)
     }
 
     /// The server answers 408 to a request that trickles in, or to an idle connection, and closes.

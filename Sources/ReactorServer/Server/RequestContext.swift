@@ -96,7 +96,14 @@ public protocol HTTPMiddleware {
 /// the whole request through `handle` when it lets the head pass.
 protocol HeadCheckingMiddleware: HTTPMiddleware {
     /// Why a request with this head and a route needing `scope` is refused; nil to read its body.
-    func problem(withHead head: HTTPRequest, scope: Scope?) -> Problem?
+    func refusal(ofHead head: HTTPRequest, scope: Scope?) -> HeadRefusal?
+}
+
+/// Why a request is refused on its head, and who sent it when that is known (a token refused its
+/// scope), to name in the request's log line as if the whole request had been refused.
+struct HeadRefusal {
+    let problem: Problem
+    let principal: Principal?
 }
 
 /// A responder in an object. Function values kept in generic storage (an Optional, an Array, a
