@@ -66,6 +66,51 @@ extension JSON: Equatable {
     }
 }
 
+// MARK: - Identity
+
+extension JSON {
+    /// Whether the two are the same JSON text, not merely equal values: the same kind of number (an
+    /// integer is not a double, and doubles are compared to the bit, so -0.0 is not 0.0), strings
+    /// and member names with the same Unicode scalars (Swift's `==` takes canonically equivalent
+    /// strings for equal, JSON does not), members in the same order. `==` is what RFC 6902's `test`
+    /// asks; this is whether a copy that a client keeps (by patches) still reads like this one.
+    public func isIdentical(to other: JSON) -> Bool {
+        switch (self, other) {
+        case (.null, .null):
+            return true
+        case let (.bool(a), .bool(b)):
+            return a == b
+        case let (.integer(a), .integer(b)):
+            return a == b
+        case let (.number(a), .number(b)):
+            return a.bitPattern == b.bitPattern
+        case let (.string(a), .string(b)):
+            return a.hasSameScalars(as: b)
+        case let (.array(a), .array(b)):
+            guard a.count == b.count else { return false }
+            if a.withUnsafeBufferPointer({ $0.baseAddress }) == b.withUnsafeBufferPointer({ $0.baseAddress }) { return true }
+            return zip(a, b).allSatisfy { $0.isIdentical(to: $1) }
+        case let (.object(a), .object(b)):
+            guard a.count == b.count else { return false }
+            if a.sharesStorage(with: b) { return true }
+            let (aKeys, bKeys) = (a.keys, b.keys)
+            for index in 0 ..< a.count {
+                guard aKeys[index].hasSameScalars(as: bKeys[index]), a.values[index].isIdentical(to: b.values[index]) else { return false }
+            }
+            return true
+        default:
+            return false
+        }
+    }
+}
+
+extension String {
+    /// Whether the two hold the same Unicode scalars (the same UTF-8), as JSON compares strings.
+    func hasSameScalars(as other: String) -> Bool {
+        utf8.count == other.utf8.count && utf8.elementsEqual(other.utf8)
+    }
+}
+
 extension JSON: Hashable {
     public func hash(into hasher: inout Hasher) {
         switch self {

@@ -1,6 +1,7 @@
 extension JSONPatch {
     /// A patch that turns `source` into `target`:
-    /// `JSONPatch.applying(diff(from: a, to: b), to: a) == b` always holds.
+    /// `JSONPatch.applying(diff(from: a, to: b), to: a) == b` always holds, and the result is
+    /// identical to `b` (`JSON.isIdentical(to:)`) but for the order of members.
     ///
     /// Objects are compared member by member, so a change deep inside a
     /// large state costs one small operation. Arrays are aligned by trimming
@@ -8,7 +9,9 @@ extension JSONPatch {
     /// element by element, then grown with "add" or shrunk with "remove".
     /// This is not a minimal edit script (a reordering becomes a series of
     /// replacements) but it is linear and correct. Member order is not
-    /// diffed, since `JSON` equality ignores it.
+    /// diffed, since `JSON` equality ignores it; spelling is: a number that
+    /// becomes an equal one of the other kind, or a string (or member name) a
+    /// canonically equivalent one, is replaced.
     public static func diff(from source: JSON, to target: JSON) -> [JSONPatchOperation] {
         var builder = JSONDiffBuilder()
         builder.diff(source, target)
@@ -39,7 +42,7 @@ private struct JSONDiffBuilder {
             if old.count == new.count, old.withUnsafeBufferPointer({ $0.baseAddress }) == new.withUnsafeBufferPointer({ $0.baseAddress }) { return }
             diffArrays(old, new)
         default:
-            if source != target {
+            if !source.isIdentical(to: target) {
                 operations.append(.replace(path: pointer, value: target))
             }
         }
@@ -64,13 +67,15 @@ private struct JSONDiffBuilder {
             operations.append(.replace(path: pointer, value: target))
             return
         }
-        for key in old.keys where new[key] == nil {
+        // A name spelled otherwise on each side (the dictionaries take canonically equivalent names
+        // for one) is another member to JSON: removed and added.
+        for key in old.keys where !Self.holds(new, key) {
             operations.append(.remove(path: pointer(appending: key)))
         }
         for (key, value) in new {
-            if let oldValue = old[key] {
+            if let index = old.index(forKey: key), old.keys[index].hasSameScalars(as: key) {
                 path.append(key)
-                diff(oldValue, value)
+                diff(old.values[index], value)
                 path.removeLast()
             } else {
                 operations.append(.add(path: pointer(appending: key), value: value))
@@ -78,26 +83,31 @@ private struct JSONDiffBuilder {
         }
     }
 
+    /// Whether `members` has a member named `key`, spelled as it is.
+    static func holds(_ members: JSON.Object, _ key: String) -> Bool {
+        members.index(forKey: key).map { members.keys[$0].hasSameScalars(as: key) } ?? false
+    }
+
     /// Whether two values are the same without looking inside them: the same storage for
-    /// containers, equal for scalars. False means "maybe changed", never "changed".
+    /// containers, identical scalars. False means "maybe changed", never "changed".
     static func isUnchanged(_ source: JSON, _ target: JSON) -> Bool {
         switch (source, target) {
         case let (.object(old), .object(new)): old.sharesStorage(with: new)
         case let (.array(old), .array(new)):
             old.count == new.count && old.withUnsafeBufferPointer({ $0.baseAddress }) == new.withUnsafeBufferPointer({ $0.baseAddress })
         case (.object, _), (_, .object), (.array, _), (_, .array): false
-        default: source == target
+        default: source.isIdentical(to: target)
         }
     }
 
     mutating func diffArrays(_ old: [JSON], _ new: [JSON]) {
         var prefix = 0
         let shorter = min(old.count, new.count)
-        while prefix < shorter, old[prefix] == new[prefix] {
+        while prefix < shorter, old[prefix].isIdentical(to: new[prefix]) {
             prefix += 1
         }
         var suffix = 0
-        while suffix < shorter - prefix, old[old.count - 1 - suffix] == new[new.count - 1 - suffix] {
+        while suffix < shorter - prefix, old[old.count - 1 - suffix].isIdentical(to: new[new.count - 1 - suffix]) {
             suffix += 1
         }
         let oldMiddle = old.count - prefix - suffix

@@ -289,10 +289,12 @@ final class JSONPatchTests: XCTestCase {
 
     // MARK: Diff
 
-    func testDiffOfEqualDocumentsIsEmpty() throws {
+    func testDiffOfTheSameDocumentsInAnotherMemberOrderIsEmpty() throws {
         let a = try parsedJSON(#"{"x":[1,{"y":2}],"z":1}"#)
-        let b = try parsedJSON(#"{"z":1.0,"x":[1,{"y":2}]}"#)
+        let b = try parsedJSON(#"{"z":1,"x":[1,{"y":2}]}"#)
         XCTAssertEqual(JSONPatch.diff(from: a, to: b), [])
+        // An equal value spelled otherwise is a change: what a client holds would read otherwise.
+        XCTAssertEqual(JSONPatch.diff(from: a, to: try parsedJSON(#"{"z":1.0,"x":[1,{"y":2}]}"#)), [.replace(path: try pointer("/z"), value: 1.0)])
     }
 
     func testDiffOfOneDeepChangeIsOneReplace() throws {

@@ -26,6 +26,7 @@ final class JSONPropertyTests: XCTestCase {
             guard result == target else {
                 return XCTFail("iteration \(iteration): apply(diff(a, b), a) != b\nsource \(source)\ntarget \(target)\nresult \(result)\npatch \(patch.json)")
             }
+            XCTAssertEqual(JSONPatch.diff(from: result, to: target), [], "iteration \(iteration): the result is spelled as the target")
             XCTAssertEqual(JSONPatch.diff(from: target, to: target), [], "iteration \(iteration)")
             // The patch also survives its own wire format.
             let decoded = try JSONPatch.operations(from: try JSON(parsing: patch.json.jsonBytes))

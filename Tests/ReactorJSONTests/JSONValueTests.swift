@@ -73,6 +73,34 @@ final class JSONValueTests: XCTestCase {
         XCTAssertEqual(value["d"]?.typeName, "number")
     }
 
+    func testIdenticalIsTheSameTextNotMerelyAnEqualValue() throws {
+        let nfc = "\u{E9}", nfd = "e\u{301}"
+        XCTAssertEqual(JSON.string(nfc), JSON.string(nfd), "Swift takes canonically equivalent strings for equal")
+        for (a, b) in [(JSON.integer(1), JSON.number(1.0)), (.number(-0.0), .number(0.0)), (.string(nfc), .string(nfd)),
+                       (["a": 1, "b": 2], ["b": 2, "a": 1]), ([.string(nfc)], [.string(nfd)]), ([nfc: 1], [nfd: 1]),
+                       (["x": ["y": 1]], ["x": ["y": 1.0]])] as [(JSON, JSON)] {
+            XCTAssertEqual(a, b)
+            XCTAssertFalse(a.isIdentical(to: b), "\(a.jsonString) and \(b.jsonString)")
+        }
+        let value = try JSON(parsing: #"{"a":[1,2.5,"\u00e9",null,true,{"b":-0.0}],"c":{}}"#)
+        XCTAssertTrue(value.isIdentical(to: value))
+        XCTAssertTrue(value.isIdentical(to: try JSON(parsing: value.jsonBytes)))
+        XCTAssertFalse(value.isIdentical(to: ["a": [1, 2.5, .string(nfd), nil, true, ["b": -0.0]], "c": [:]]))
+    }
+
+    func testADiffReplacesWhatChangedOnlyItsSpelling() throws {
+        let nfc = "\u{E9}", nfd = "e\u{301}"
+        XCTAssertEqual(JSONPatch.diff(from: ["n": 1, "s": .string(nfc)], to: ["n": 1.0, "s": .string(nfc)]),
+                       [.replace(path: try JSONPointer("/n"), value: 1.0)])
+        XCTAssertEqual(JSONPatch.diff(from: [1, .string(nfc), 3], to: [1, .string(nfd), 3]), [.replace(path: try JSONPointer("/1"), value: .string(nfd))])
+        // A member name spelled otherwise is another member to JSON.
+        let from: JSON = ["k": 1, .init(stringLiteral: nfc): ["x": 1]], to: JSON = ["k": 1, .init(stringLiteral: nfd): ["x": 1]]
+        let operations = JSONPatch.diff(from: from, to: to)
+        XCTAssertEqual(operations, [.remove(path: JSONPointer(tokens: [nfc])), .add(path: JSONPointer(tokens: [nfd]), value: ["x": 1])])
+        XCTAssertTrue(try JSONPatch.applying(operations, to: from).isIdentical(to: to))
+        XCTAssertEqual(JSONPatch.diff(from: ["a": [1, 2]], to: ["a": [1, 2]]), [])
+    }
+
     func testLiterals() {
         let value: JSON = ["n": nil, "b": false, "i": 1, "d": 1.5, "s": "t", "a": [1, "2"]]
         XCTAssertEqual(value.jsonString, #"{"n":null,"b":false,"i":1,"d":1.5,"s":"t","a":[1,"2"]}"#)

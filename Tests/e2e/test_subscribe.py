@@ -138,6 +138,26 @@ def test_path_selection_patches_are_relative_and_unrelated_changes_send_nothing(
         assert_same_json(mirror, get_state(server, "/state?path=/players/0"))
 
 
+@pytest.mark.parametrize("path", ["", "/game"])
+def test_a_change_of_spelling_alone_is_pushed(server, path):
+    """1 and 1.0, or a string and a canonically equivalent one, are equal values, but a subscriber
+    that kept the old spelling would read otherwise than GET /state: each change is pushed, and a
+    set to the very same text is not."""
+    fire(server, {"type": "set", "path": "/game", "value": {"score": 1, "name": "\u00e9", "ratio": 2}})
+    with subscribe(server, path=path) as ws:
+        mirror = next_json(ws)["state"]
+        for event in ({"type": "set", "path": "/game/score", "value": 1.0},
+                      {"type": "set", "path": "/game/name", "value": "e\u0301"},
+                      {"type": "merge", "path": "/game", "value": {"ratio": 2.0}}):
+            version = fire(server, event)
+            message = next_json(ws)
+            assert (message["type"], message["version"]) == ("patch", version), message
+            mirror = apply_patch(mirror, message["ops"])
+            assert_same_json(mirror, get_state(server, "/state" + (f"?path={path}" if path else "")), json.dumps(event))
+        fire(server, {"type": "set", "path": "/game/name", "value": "e\u0301"})
+        assert_silent(ws, 0.5)
+
+
 def test_a_missing_selection_reads_as_null(server):
     with subscribe(server, path="/nothing/here") as ws:
         assert without_history(next_json(ws)) == {"type": "snapshot", "version": 0, "state": None}

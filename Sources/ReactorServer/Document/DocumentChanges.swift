@@ -6,7 +6,9 @@
 /// the event, they give the document after it, member order included) and as small as the event:
 /// an increment is one `replace`, an append one `add` at the new index, a merge one operation per
 /// member it changes, and a path created on the way one `add` of its first new ancestor. An event
-/// that changes nothing (a set to the same value, an increment by 0) has none, as a diff would.
+/// that changes nothing (a set to the same value, an increment by 0) has none, as a diff would; one
+/// that changes only a value's spelling (`1` to `1.0`, a string to a canonically equivalent one)
+/// has one, or what subscribers hold would read otherwise than `GET /state`.
 /// A JSON Patch event records its own operations, less its tests: they may undo one another, so
 /// subscribers may get operations that, together, change nothing.
 enum DocumentChanges {
@@ -55,7 +57,7 @@ enum DocumentChanges {
         /// when it held that value already), or the `add` of what was created.
         func replacement(by value: JSON, in root: JSON) -> [JSONPatchOperation] {
             guard targetExisted else { return [creation(in: root)] }
-            return target == value ? [] : [.replace(path: pointer, value: value)]
+            return target?.isIdentical(to: value) == true ? [] : [.replace(path: pointer, value: value)]
         }
 
         /// The `add` of the first location the edit created (the target or an ancestor of it), with
@@ -76,7 +78,7 @@ enum DocumentChanges {
     static func merge(_ patch: JSON, into target: JSON, at pointer: JSONPointer) -> [JSONPatchOperation] {
         guard case .object(let patchMembers) = patch, case .object(let members) = target else {
             let merged = JSONMergePatch.applying(patch, to: target)
-            return merged == target ? [] : [.replace(path: pointer, value: merged)]
+            return merged.isIdentical(to: target) ? [] : [.replace(path: pointer, value: merged)]
         }
         var operations: [JSONPatchOperation] = []
         for (key, value) in patchMembers {
@@ -93,7 +95,7 @@ enum DocumentChanges {
                 operations += merge(value, into: existing, at: location)
             } else {
                 let merged = JSONMergePatch.applying(value, to: existing)
-                if merged != existing { operations.append(.replace(path: location, value: merged)) }
+                if !merged.isIdentical(to: existing) { operations.append(.replace(path: location, value: merged)) }
             }
         }
         return operations
@@ -122,7 +124,7 @@ extension JSONDocument {
             // zero step), known without walking the path first to see what is there. Only when that
             // fails (a missing target, or an error) is the walk made, and the edit tried again.
             if let (previous, sum) = path.tokens.withUnsafeBufferPointer({ content.incrementExistingNumber(at: $0, by: amount) }) {
-                return previous == sum ? [] : [.replace(path: path, value: sum)]
+                return previous.isIdentical(to: sum) ? [] : [.replace(path: path, value: sum)]
             }
             // The target is a number (or the edit fails): keeping it copies nothing.
             let before = DocumentChanges.Presence(of: path, in: content, keepingTarget: true)
