@@ -475,10 +475,10 @@ export class Subscription {
 
   // Liveness. A connection can go silent without closing (a network that stops delivering), and a
   // browser sees neither WebSocket pings nor pongs, while reactord sends nothing else on an idle
-  // connection. So after `probeAfterSilence` without a message the subscription sends one reactord
-  // must answer at once, whatever the token: a message whose type is not `fire` is answered with an
-  // `error` (400 invalid-parameter) and changes nothing (docs/protocol.md). Any message counts as the
-  // answer; none within the client's timeout means the connection is dead, and it reconnects.
+  // connection. So after `probeAfterSilence` without a message the subscription sends a `ping`,
+  // which reactord answers at once with a `pong`, whatever the token (docs/protocol.md; a server
+  // older than `ping` answers it with an `error`). Any message counts as the answer; none within
+  // the client's timeout means the connection is dead, and it reconnects.
   #checkLiveness(socket) {
     if (socket !== this.#socket) return;
     const timeout = this.#client.timeout;
@@ -496,7 +496,7 @@ export class Subscription {
     const silence = now - this.#heardAt;
     if (silence < probeAfterSilence) return this.#watch(socket, probeAfterSilence - silence);
     this.#probedAt = now;
-    socket.send(JSON.stringify({ type: "probe", id: `probe-${this.#nextProbe++}` }));
+    socket.send(JSON.stringify({ type: "ping", id: `ping-${this.#nextProbe++}` }));
     this.#watch(socket, timeout);
   }
 
@@ -530,10 +530,12 @@ export class Subscription {
         }
         return this.#update(next, message.version);
       }
+      case "pong": // the answer to a liveness probe: hearing it was all it was for
+        return;
       case "ack":
       case "error": {
         const pending = this.#pending.get(message.id);
-        if (!pending) return; // e.g. the answer to a liveness probe, or about a message that was not ours (id null)
+        if (!pending) return; // e.g. an older server's answer to a ping, or about a message that was not ours (id null)
         this.#pending.delete(message.id);
         if (message.type === "ack") pending.resolve(message.version);
         else pending.reject(new ReactorError(message.problem));

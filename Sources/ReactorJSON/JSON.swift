@@ -90,7 +90,7 @@ extension JSON {
         case let (.array(a), .array(b)):
             guard a.count == b.count else { return false }
             if a.withUnsafeBufferPointer({ $0.baseAddress }) == b.withUnsafeBufferPointer({ $0.baseAddress }) { return true }
-            return zip(a, b).allSatisfy { $0.isIdentical(to: $1) }
+            return a.indices.allSatisfy { a[$0].isIdentical(to: b[$0]) }
         case let (.object(a), .object(b)):
             guard a.count == b.count else { return false }
             if a.sharesStorage(with: b) { return true }

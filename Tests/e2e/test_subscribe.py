@@ -393,6 +393,26 @@ def test_the_unknown_event_type_problem_lists_the_known_types(server):
         assert set(problem["knownTypes"]) >= {"set", "merge", "remove", "increment", "append", "patch"}
 
 
+def test_a_ping_is_answered_with_a_pong_after_what_was_queued_whatever_the_token(reactord):
+    server = reactord("--token", "reader:r3ad-s3cret:read", "--token", "firer:f1re-s3cret:fire")
+    fire_token = {"Authorization": "Bearer f1re-s3cret"}
+    with subscribe(server, headers={"Authorization": "Bearer r3ad-s3cret"}) as ws:
+        assert next_json(ws)["type"] == "snapshot"
+        for id in ("p-1", 7, {"a": [1]}):
+            ws.send(json.dumps({"type": "ping", "id": id}))
+            assert next_json(ws) == {"type": "pong", "id": id}
+        ws.send(json.dumps({"type": "ping"}))
+        assert next_json(ws) == {"type": "pong", "id": None}
+        # Behind the patch already queued: a pong says everything before it was sent.
+        assert post_events(server, {"type": "increment", "path": "/n"}, headers=fire_token).status == 200
+        ws.send(json.dumps({"type": "ping", "id": "after"}))
+        assert [next_json(ws)["type"], next_json(ws)] == ["patch", {"type": "pong", "id": "after"}]
+        ws.send(json.dumps({"type": "pong", "id": "x"}))
+        error = next_json(ws)
+        assert (error["type"], error["id"], error["problem"]["status"]) == ("error", "x", 400), error
+        assert get_state(server, "/state", headers={"Authorization": "Bearer r3ad-s3cret"}) == {"n": 1}
+
+
 def test_a_binary_message_closes_with_1003(server):
     with subscribe(server) as ws:
         next_json(ws)

@@ -103,7 +103,7 @@ test("a fire unanswered within the timeout rejects with a TimeoutError; a late a
   assert.equal(subscription.status, "open", "a late answer is no reason to reconnect");
 });
 
-test("after a silence it sends a probe: answered, the connection stays; unanswered, it reconnects", { timeout: 10_000 }, async (t) => {
+test("after a silence it sends a ping: answered, the connection stays; unanswered, it reconnects", { timeout: 10_000 }, async (t) => {
   ScriptedSocket.instances = [];
   const subscription = new ReactorClient({ url: "http://127.0.0.1:1", WebSocket: ScriptedSocket, timeout: 150 })
     .subscribe({ probeAfterSilence: 50, backoff: { initial: 1, max: 5 } });
@@ -111,11 +111,14 @@ test("after a silence it sends a probe: answered, the connection stays; unanswer
   const socket = ScriptedSocket.instances[0];
   socket.open();
   socket.receive({ type: "snapshot", version: 1, state: {} });
-  // The server answers a message that is not a fire with an error carrying its id.
+  // The server answers a ping with a pong carrying its id; an older server, with an error.
   const probes = () => socket.sent.filter((message) => message.type !== "fire");
   for (let answered = 0; answered < 3; answered++) {
     await waitFor(() => probes().length > answered, `probe ${answered + 1}`);
-    socket.receive({ type: "error", id: probes()[answered].id, problem: { type: "/problems/invalid-parameter", status: 400 } });
+    const probe = probes()[answered];
+    assert.equal(probe.type, "ping");
+    socket.receive(answered < 2 ? { type: "pong", id: probe.id }
+                                : { type: "error", id: probe.id, problem: { type: "/problems/invalid-parameter", status: 400 } });
   }
   assert.equal(ScriptedSocket.instances.length, 1, "answered probes keep the connection");
   assert.equal(subscription.status, "open");

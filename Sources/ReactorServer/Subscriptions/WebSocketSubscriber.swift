@@ -93,8 +93,13 @@ final class WebSocketSubscriber<StateType: HostedState>: WebSocketMessageHandler
             return reply(error: .malformedJSON(error), id: .null)
         }
         let id = message["id"] ?? .null
+        if message["type"] == "ping" {
+            // Answered at once, after what was already queued for this subscriber: a client that
+            // sees no WebSocket pings (a browser's) learns that the connection still delivers.
+            return reply(JSON.object(["type": "pong", "id": id]))
+        }
         guard message["type"] == "fire" else {
-            return reply(error: .invalidParameter("type", "a client message is {\"type\":\"fire\",\"id\":...,\"event\":{...}}"), id: id)
+            return reply(error: .invalidParameter("type", "a client message is {\"type\":\"fire\",\"id\":...,\"event\":{...}} or {\"type\":\"ping\",\"id\":...}"), id: id)
         }
         guard mayFire else {
             return reply(error: .forbidden("token \(principal?.name ?? "-") lacks the fire scope"), id: id)
