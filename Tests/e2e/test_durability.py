@@ -1355,7 +1355,7 @@ def test_server_sent_events_only_carry_journaled_versions(reactord, data_dir):
                 line = process.stdout.readline().decode()
                 assert line, f"the stream ended after ids {ids}"
                 if line.startswith("id:"):
-                    version = int(line[3:].strip())
+                    version = int(id_version({"id": line[3:].strip()}))
                     if version > 0:
                         assert version <= journaled_versions(data_dir)[-1], f"SSE sent version {version} before it was journaled"
                     ids.append(version)
