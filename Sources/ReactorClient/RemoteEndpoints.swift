@@ -25,7 +25,7 @@ struct RemoteEndpoints: Sendable {
         request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
         // What a browser's EventSource sends; the `since` parameter says the same and wins.
         if let since {
-            request.setValue(since.history.map { "\(since.version)@\($0)" } ?? String(since.version), forHTTPHeaderField: "Last-Event-ID")
+            request.setValue(since.history.map { "\(since.version)-\($0)" } ?? String(since.version), forHTTPHeaderField: "Last-Event-ID")
         }
         return request
     }

@@ -105,6 +105,14 @@ extension JSON {
     }
 }
 
+extension JSON {
+    /// Whether two member names (or strings) are one to JSON: the same Unicode scalars. Swift's `==`,
+    /// and so an `Object`'s lookups, also take canonically equivalent ones for one.
+    public static func isSameName(_ name: String, _ other: String) -> Bool {
+        name.hasSameScalars(as: other)
+    }
+}
+
 extension String {
     /// Whether the two hold the same Unicode scalars (the same UTF-8), as JSON compares strings.
     /// Compared as two buffers: iterating the UTF-8 views byte by byte costs several times more.

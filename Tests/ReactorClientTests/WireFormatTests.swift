@@ -65,7 +65,7 @@ final class WireFormatTests: XCTestCase {
         XCTAssertEqual(subscribe.url?.absoluteString, "wss://example.com/reactor/subscribe?path=/a%20b/c%2Bd%26e%3Df/x~1y&since=7&history=9f2c4e71a0b35d86")
         XCTAssertEqual(endpoints.stream(since: ResumePoint(version: 7, history: nil)).value(forHTTPHeaderField: "Last-Event-ID"), "7")
         XCTAssertEqual(endpoints.stream(since: ResumePoint(version: 7, history: "9f2c4e71a0b35d86")).value(forHTTPHeaderField: "Last-Event-ID"),
-                       "7@9f2c4e71a0b35d86")
+                       "7-9f2c4e71a0b35d86")
         XCTAssertEqual(subscribe.value(forHTTPHeaderField: "Sec-WebSocket-Protocol"), "reactor.v1")
         XCTAssertEqual(subscribe.value(forHTTPHeaderField: "Authorization"), "Bearer s3cret")
         let stream = endpoints.stream(since: nil)

@@ -15,8 +15,8 @@ from conftest import HOST
 
 
 def id_version(record: dict) -> str:
-    """The version in an event's id, `<version>@<history>` (the history, a short token, must be there)."""
-    version, at, history = record["id"].partition("@")
+    """The version in an event's id, `<version>-<history>` (the history, a short token, must be there)."""
+    version, at, history = record["id"].partition("-")
     assert at and re.fullmatch(r"[0-9]+", version) and re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}", history), record
     return version
 

@@ -524,8 +524,8 @@ def test_an_eventsource_reconnecting_to_a_server_that_started_over_gets_its_stat
     assert received[1]["type"] == "snapshot" and received[1].get("resumed") is False, received
     assert received[0]["history"] != received[1]["history"]
     # Each id is the message's version at the history of the snapshot it follows.
-    assert ids[:2] == [f"{m['version']}@{m['history']}" for m in received[:2]]
-    assert all(id == f"{m['version']}@{received[1]['history']}" for id, m in zip(ids[2:], received[2:]))
+    assert ids[:2] == [f"{m['version']}-{m['history']}" for m in received[:2]]
+    assert all(id == f"{m['version']}-{received[1]['history']}" for id, m in zip(ids[2:], received[2:]))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -158,6 +158,31 @@ def test_a_change_of_spelling_alone_is_pushed(server, path):
         assert_silent(ws, 0.5)
 
 
+def test_an_event_naming_a_member_in_another_spelling_is_refused(server):
+    """"\u00e9" and "e\u0301" are two names to JSON and to a subscriber, one key to the server's
+    objects: an event that names an existing member in the other spelling would be pushed under a
+    name subscribers do not hold (or, as an add, give them a second member). It is refused, 422."""
+    fire(server, {"type": "set", "path": "/t", "value": {"e\u0301": 1}})
+    with subscribe(server) as ws:
+        mirror = next_json(ws)["state"]
+        for event in ({"type": "patch", "ops": [{"op": "add", "path": "/t/\u00e9", "value": 2}]},
+                      {"type": "set", "path": "/t/\u00e9", "value": 2},
+                      {"type": "increment", "path": "/t/\u00e9"},
+                      {"type": "merge", "path": "/t", "value": {"\u00e9": 2}},
+                      {"type": "remove", "path": "/t/\u00e9"}):
+            answer = post_events(server, event)
+            assert_problem(answer, 422, "event-rejected")
+            assert "another spelling" in answer.json()["detail"], answer.json()
+        assert_silent(ws, 0.3)
+        # Named as it is spelled, it is edited, and the patch applies.
+        version = fire(server, {"type": "set", "path": "/t/e\u0301", "value": 3})
+        message = next_json(ws)
+        assert message["version"] == version
+        mirror = apply_patch(mirror, message["ops"])
+        assert_same_json(mirror, get_state(server))
+        assert get_state(server) == {"t": {"e\u0301": 3}}
+
+
 def test_a_missing_selection_reads_as_null(server):
     with subscribe(server, path="/nothing/here") as ws:
         assert without_history(next_json(ws)) == {"type": "snapshot", "version": 0, "state": None}

@@ -11,6 +11,10 @@ enum HistoryName {
         return String(repeating: "0", count: 16 - bits.count) + bits
     }
 
+    /// The history of a resume point this server cannot read (an SSE id of another format): empty,
+    /// so never well-formed, never any server's, and a subscriber resuming in it gets a snapshot.
+    static let unknown = ""
+
     /// Whether `text` can be a history's name as a client sends it back (`history=`): what this
     /// server draws, or a cluster's epoch.
     static func isWellFormed<Text: StringProtocol>(_ text: Text) -> Bool {

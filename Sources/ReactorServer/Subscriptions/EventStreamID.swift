@@ -1,18 +1,20 @@
-/// The id of a Server-Sent Event: `<version>@<history>`, the version the message brings a
-/// subscriber to and the name of the history that version belongs to (`HistoryName`, which never
-/// holds an `@`). A browser's `EventSource` reconnects with nothing but the last id it saw, as
-/// `Last-Event-ID`: with the history in it, a server that started over is not taken for the one
-/// the browser left, as `?since=N&history=H` would not be. A bare version (written by hand, or
-/// kept from a server before histories) is taken as this server's, as `since` alone is.
+/// The id of a Server-Sent Event: `<version>-<history>`, the version the message brings a
+/// subscriber to and the name of the history that version belongs to (`HistoryName`). A browser's
+/// `EventSource` reconnects with nothing but the last id it saw, as `Last-Event-ID`: with the
+/// history in it, a server that started over is not taken for the one the browser left, as
+/// `?since=N&history=H` would not be. The version is digits only, so the first `-` ends it; `-` (not
+/// `@` or `:`) keeps the header one that the Fetch standard lets a page send without a preflight.
+/// A bare version (written by hand, or kept from a server before histories) is taken as this
+/// server's, as `since` alone is.
 enum EventStreamID {
-    static let separator = UInt8(ascii: "@")
+    static let separator = UInt8(ascii: "-")
 
     /// The version and history a `Last-Event-ID` names; nil when it is neither form.
     static func parse(_ text: String) -> (version: UInt64, history: String?)? {
         let utf8 = text.utf8
         let versionEnd = utf8.firstIndex(of: separator) ?? utf8.endIndex
-        // Versions are written as JSON integers (Int64) everywhere; a larger one cannot exist.
         let digits = text.utf8[..<versionEnd]
+        // Versions are written as JSON integers (Int64) everywhere; a larger one cannot exist.
         guard digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
               let version = UInt64(Substring(digits)), version <= UInt64(Int64.max) else { return nil }
         guard versionEnd != utf8.endIndex else { return (version, nil) }

@@ -17,8 +17,9 @@ struct SubscriptionSelection: Hashable {
         let history: String?
     }
 
-    /// Reads `path`, `mode`, `since` and `history` from a request's query, and where `since` is not
-    /// given, the stream's `Last-Event-ID` (`EventStreamID`); the problem names the bad parameter.
+    /// Reads `path`, `mode`, `since` and `history` from a request's query, and the stream's
+    /// `Last-Event-ID` (`EventStreamID`), which takes the place of `since` and `history`; the
+    /// problem names the bad parameter.
     static func parse(_ request: HTTPRequest, lastEventID: String? = nil) -> Result<Request, Problem> {
         let parameters: (path: String?, mode: String?, since: String?, history: String?)
         switch (Problem.parameter("path", of: request), Problem.parameter("mode", of: request), Problem.parameter("since", of: request),
@@ -45,21 +46,25 @@ struct SubscriptionSelection: Hashable {
         case let other?: return .failure(.invalidParameter("mode", "mode must be patch or state, not \"\(other)\""))
         }
         var since: UInt64?
-        var history = parameters.history
         if let text = parameters.since {
             // Versions are written as JSON integers (Int64) everywhere; a larger one cannot exist.
             guard let version = UInt64(text), version <= UInt64(Int64.max) else {
                 return .failure(.invalidParameter("since", "since must be a version number from 0 to \(Int64.max), not \"\(text)\""))
             }
             since = version
-        } else if let lastEventID {
-            // The query's `since` wins; without it the last event's id says where to resume, and in
-            // which history (its version came with it, so its history wins too).
-            guard let id = EventStreamID.parse(lastEventID) else {
-                return .failure(.invalidParameter("Last-Event-ID", "Last-Event-ID must be the id of an event of this stream (version@history, or a version from 0 to \(Int64.max)), not \"\(lastEventID)\""))
+        }
+        var history = parameters.history
+        if let lastEventID {
+            // A browser's EventSource reconnects to the URL it was opened with, `since` and all, and
+            // names in Last-Event-ID the last event it took since: the header is the newer word.
+            // An id this server cannot read (another server's, of another format) resumes nowhere:
+            // a fresh snapshot, rather than a 400 that would end the EventSource for good.
+            if let id = EventStreamID.parse(lastEventID) {
+                since = id.version
+                history = id.history ?? history
+            } else {
+                (since, history) = (0, HistoryName.unknown)
             }
-            since = id.version
-            history = id.history ?? history
         }
         return .success(Request(selection: SubscriptionSelection(path: path, mode: mode), since: since, history: history))
     }

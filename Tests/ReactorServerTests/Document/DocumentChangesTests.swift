@@ -41,6 +41,54 @@ final class DocumentChangesTests: XCTestCase {
         XCTAssertEqual(try changes(of: .set(path: pointer(""), value: ["a": 1]), on: #"{"a":1}"#), [])
     }
 
+    func testAChangeOfSpellingAloneIsAChange() throws {
+        XCTAssertEqual(try changes(of: .set(path: pointer("/n"), value: 1.0), on: #"{"n":1}"#), [.replace(path: try pointer("/n"), value: 1.0)])
+        XCTAssertEqual(try changes(of: .set(path: pointer("/s"), value: "e\u{301}"), on: #"{"s":"\u00e9"}"#),
+                       [.replace(path: try pointer("/s"), value: "e\u{301}")])
+        XCTAssertEqual(try changes(of: .merge(path: pointer(""), value: ["n": 2.0]), on: #"{"n":2}"#), [.replace(path: try pointer("/n"), value: 2.0)])
+    }
+
+    /// A name canonically equivalent to a member's, spelled otherwise, is another member to JSON
+    /// (and to a subscriber applying the change), which the document cannot hold beside it: a
+    /// client's event naming it so is refused on admission; the member's own spelling is admitted,
+    /// and a journal's event (never asked for admission) still applies as it did.
+    func testAnEventNamingAMemberInAnotherSpellingIsNotAdmitted() throws {
+        let nfc = "\u{E9}", nfd = "e\u{301}"
+        let document = JSONDocument(root: try documentJSON(#"{"t":{"\u00e9":{"n":1,"list":[]}}}"#))
+        let refused: [DocumentEvent] = [
+            .set(path: JSONPointer(tokens: ["t", nfd]), value: 2),
+            .set(path: JSONPointer(tokens: ["t", nfd, "n"]), value: 2),
+            .remove(path: JSONPointer(tokens: ["t", nfd])),
+            .increment(path: JSONPointer(tokens: ["t", nfd, "n"]), by: 1),
+            .append(path: JSONPointer(tokens: ["t", nfd, "list"]), value: 1),
+            .merge(path: JSONPointer(tokens: ["t", nfd]), value: ["n": 3]),
+            .merge(path: try pointer("/t"), value: [.init(stringLiteral: nfd): ["n": 3]]),
+            .merge(path: try pointer(""), value: ["t": [.init(stringLiteral: nfd): nil]]),
+            .patch([.add(path: JSONPointer(tokens: ["t", nfd]), value: 2)]),
+            .patch([.test(path: try pointer("/t"), value: [:]), .replace(path: JSONPointer(tokens: ["t", nfd, "n"]), value: 2)]),
+            .patch([.copy(from: JSONPointer(tokens: ["t", nfd]), path: try pointer("/u"))]),
+        ]
+        for event in refused {
+            let problem = try XCTUnwrap(document.admissionProblem(of: event, bodyLimit: 1 << 20), "\(event)")
+            XCTAssertTrue(problem.description.contains("another spelling"), problem.description)
+        }
+        let admitted: [DocumentEvent] = [
+            .increment(path: JSONPointer(tokens: ["t", nfc, "n"]), by: 1),
+            .set(path: JSONPointer(tokens: ["u", nfd]), value: 1),
+            .merge(path: try pointer("/t"), value: [.init(stringLiteral: nfc): ["n": 3]]),
+            .patch([.add(path: JSONPointer(tokens: ["t", nfc, "m"]), value: 2)]),
+        ]
+        for event in admitted { XCTAssertNil(document.admissionProblem(of: event, bodyLimit: 1 << 20), "\(event)") }
+        // An ASCII name has another spelling through three characters only (here the Kelvin sign).
+        let kelvin = JSONDocument(root: ["\u{212A}": 1, "Key": 2])
+        XCTAssertNotNil(kelvin.admissionProblem(of: DocumentEvent.increment(path: try pointer("/K"), by: 1), bodyLimit: 1 << 20))
+        XCTAssertNil(kelvin.admissionProblem(of: DocumentEvent.increment(path: try pointer("/Key"), by: 1), bodyLimit: 1 << 20))
+        XCTAssertNil(kelvin.admissionProblem(of: DocumentEvent.increment(path: JSONPointer(tokens: ["\u{212A}"]), by: 1), bodyLimit: 1 << 20))
+        var replayed = document
+        try replayed.apply(refused[3])
+        XCTAssertEqual(replayed.root, try documentJSON(#"{"t":{"\u00e9":{"n":2,"list":[]}}}"#))
+    }
+
     func testAJSONPatchRecordsItsOwnOperationsLessItsTests() throws {
         let test = JSONPatchOperation.test(path: try pointer("/a"), value: 1)
         let add = JSONPatchOperation.add(path: try pointer("/b"), value: true)
