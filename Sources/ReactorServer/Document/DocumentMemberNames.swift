@@ -27,7 +27,7 @@ extension JSONDocument {
                 var pointers = [operation.path]
                 if case .move(let from, _) = operation { pointers.append(from) }
                 if case .copy(let from, _) = operation { pointers.append(from) }
-                for pointer in pointers {
+                for pointer in pointers where pointer.tokens.contains(where: Self.mayHaveAnotherSpelling) {
                     if let problem = Self.problem(at: pointer, in: root, doing: "patch (operation \(index), \(operation.name))") { return problem }
                 }
             }
