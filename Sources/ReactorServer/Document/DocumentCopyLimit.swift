@@ -8,7 +8,7 @@ import Reactor
 extension JSONDocument {
     public func admissionProblem(of event: any Event, bodyLimit: Int) -> EventRejection? {
         // Read in place (`withEvent`): a cast would copy the event, for every event admitted.
-        if let problem = withEvent(event, as: DocumentEvent.self, memberNameProblem(of:)) ?? nil { return problem }
+        if let problem = withEvent(event, as: DocumentEvent.self, { memberNameProblem(of: $0, bodyLimit: bodyLimit) }) ?? nil { return problem }
         guard case .patch(let operations)? = event as? DocumentEvent, Self.copies(in: operations) else { return nil }
         // Tried on a copy of the document, with the bound; the event is then applied as any other.
         var trial = root

@@ -10,7 +10,7 @@ import Reactor
 extension JSONDocument {
     /// Why `event` may not name what it names: nil when every name it gives an existing member is
     /// spelled as that member's.
-    func memberNameProblem(of event: DocumentEvent) -> EventRejection? {
+    func memberNameProblem(of event: DocumentEvent, bodyLimit: Int) -> EventRejection? {
         switch event {
         case .set(let path, _), .remove(let path), .increment(let path, _), .append(let path, _):
             guard path.tokens.contains(where: Self.mayHaveAnotherSpelling) else { return nil }
@@ -21,17 +21,28 @@ extension JSONDocument {
             guard let target = root[path] else { return nil }
             return Self.mergeProblem(value, into: target, at: path)
         case .patch(let operations):
-            // On the document before the patch: a name one operation creates and a later one spells
-            // otherwise is not caught.
+            guard operations.contains(where: { Self.pointers(of: $0).contains { $0.tokens.contains(where: Self.mayHaveAnotherSpelling) } }) else {
+                return nil
+            }
+            // Each operation on the document the ones before it made, so that a member one of them
+            // creates is seen by the next, on a copy (only patches with such names pay for it).
+            var trial = root
             for (index, operation) in operations.enumerated() {
-                var pointers = [operation.path]
-                if case .move(let from, _) = operation { pointers.append(from) }
-                if case .copy(let from, _) = operation { pointers.append(from) }
-                for pointer in pointers where pointer.tokens.contains(where: Self.mayHaveAnotherSpelling) {
-                    if let problem = Self.problem(at: pointer, in: root, doing: "patch (operation \(index), \(operation.name))") { return problem }
+                for pointer in Self.pointers(of: operation) where pointer.tokens.contains(where: Self.mayHaveAnotherSpelling) {
+                    if let problem = Self.problem(at: pointer, in: trial, doing: "patch (operation \(index), \(operation.name))") { return problem }
                 }
+                // One that fails refuses the patch when it is applied, saying why.
+                guard (try? JSONPatch.apply([operation], to: &trial, copyLimit: bodyLimit)) != nil else { return nil }
             }
             return nil
+        }
+    }
+
+    /// The pointers an operation names: its path, and where it moves or copies from.
+    private static func pointers(of operation: JSONPatchOperation) -> [JSONPointer] {
+        switch operation {
+        case .move(let from, let path), .copy(let from, let path): [from, path]
+        default: [operation.path]
         }
     }
 

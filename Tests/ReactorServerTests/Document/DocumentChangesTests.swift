@@ -65,8 +65,11 @@ final class DocumentChangesTests: XCTestCase {
             .merge(path: try pointer("/t"), value: [.init(stringLiteral: nfd): ["n": 3]]),
             .merge(path: try pointer(""), value: ["t": [.init(stringLiteral: nfd): nil]]),
             .patch([.add(path: JSONPointer(tokens: ["t", nfd]), value: 2)]),
-            .patch([.test(path: try pointer("/t"), value: [:]), .replace(path: JSONPointer(tokens: ["t", nfd, "n"]), value: 2)]),
+            .patch([.test(path: JSONPointer(tokens: ["t", nfc, "n"]), value: 1), .replace(path: JSONPointer(tokens: ["t", nfd, "n"]), value: 2)]),
             .patch([.copy(from: JSONPointer(tokens: ["t", nfd]), path: try pointer("/u"))]),
+            // A member an operation creates, named in the other spelling by the next.
+            .patch([.add(path: JSONPointer(tokens: ["v"]), value: [.init(stringLiteral: nfc): 1]),
+                    .add(path: JSONPointer(tokens: ["v", nfd]), value: 2)]),
         ]
         for event in refused {
             let problem = try XCTUnwrap(document.admissionProblem(of: event, bodyLimit: 1 << 20), "\(event)")
