@@ -7,10 +7,19 @@ import Reactor
 /// request grows the document by more than a body's worth.
 extension JSONDocument {
     public func admissionProblem(of event: any Event, bodyLimit: Int) -> EventRejection? {
-        // Read in place (`withEvent`): a cast would copy the event, for every event admitted.
-        if let problem = withEvent(event, as: DocumentEvent.self, { memberNameProblem(of: $0, bodyLimit: bodyLimit) }) ?? nil { return problem }
-        guard case .patch(let operations)? = event as? DocumentEvent, Self.copies(in: operations) else { return nil }
-        // Tried on a copy of the document, with the bound; the event is then applied as any other.
+        // Read in place (`withEvent`): a cast would copy the event, for every event admitted. The
+        // copies first: the names' check tries a patch's operations one at a time, each copy then
+        // measured against a bound of its own, and must not try more copying than one patch may do.
+        withEvent(event, as: DocumentEvent.self) { event in
+            if case .patch(let operations) = event, Self.copies(in: operations), let problem = copyProblem(of: operations, bodyLimit: bodyLimit) {
+                return problem
+            }
+            return memberNameProblem(of: event, bodyLimit: bodyLimit)
+        } ?? nil
+    }
+
+    /// Whether `operations` copy more than `bodyLimit` bytes of JSON, tried on a copy of the document.
+    private func copyProblem(of operations: [JSONPatchOperation], bodyLimit: Int) -> EventRejection? {
         var trial = root
         do {
             try JSONPatch.apply(operations, to: &trial, copyLimit: bodyLimit)
