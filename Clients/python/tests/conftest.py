@@ -171,6 +171,28 @@ def run(coroutine, timeout: float = 20):
     return asyncio.run(asyncio.wait_for(coroutine, timeout))
 
 
+def answering_handler(status: int, body: bytes, headers: dict[str, str], reason: str | None = None,
+                      seen: list[str] | None = None) -> type[http.server.BaseHTTPRequestHandler]:
+    """A handler for `stub_http_server` answering every GET with `status`, `headers` and `body`
+    (a Content-Length is added); the targets asked for go into `seen`, when given."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if seen is not None:
+                seen.append(self.path)
+            self.send_response(status, reason)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    return Handler
+
+
 @contextlib.contextmanager
 def stub_http_server(handler: type[http.server.BaseHTTPRequestHandler], threaded: bool = False):
     """A plain HTTP server on 127.0.0.1 answering with `handler`, for what reactord never does (a

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import email.utils
-import http.server
 import json
 import socket
 import time
 
 import pytest
 
-from conftest import run, stub_http_server
+from conftest import answering_handler, run, stub_http_server
 from reactor_client import AsyncClient, Client, ReactorClientError, ReactorError, ReactorServerError
 
 TOKENS = (
@@ -180,19 +179,8 @@ def test_too_many_connections_is_a_server_error(reactord):
 def test_an_error_that_is_not_a_problem_still_raises_reactor_error():
     """A proxy in front of reactord may answer with HTML: the client makes a problem of it."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"<html>upstream is down</html>"
-            self.send_response(502, "Bad Gateway")
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    with stub_http_server(Handler) as url:
+    handler = answering_handler(502, b"<html>upstream is down</html>", {"Content-Type": "text/html"}, reason="Bad Gateway")
+    with stub_http_server(handler) as url:
         with pytest.raises(ReactorServerError) as caught:
             Client(url, timeout=2).state()
         error = caught.value
@@ -215,21 +203,8 @@ def test_retry_after_comes_from_the_problem_else_from_the_header(problem, header
     if header == "HTTP-date":
         header = email.utils.formatdate(time.time() + 60, usegmt=True)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps(problem).encode()
-            self.send_response(problem["status"])
-            self.send_header("Content-Type", "application/problem+json")
-            if header is not None:
-                self.send_header("Retry-After", header)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    with stub_http_server(Handler) as url:
+    headers = {"Content-Type": "application/problem+json"} | ({"Retry-After": header} if header is not None else {})
+    with stub_http_server(answering_handler(problem["status"], json.dumps(problem).encode(), headers)) as url:
         with pytest.raises(ReactorError) as caught:
             Client(url, timeout=2).state()
         with pytest.raises(ReactorError) as async_caught:

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from conftest import stub_http_server
+from conftest import answering_handler, stub_http_server
 from reactor_client import Client, ReactorClientError, ReactorConnectionError, ReactorError, ReactorTimeoutError
 
 
@@ -139,25 +139,9 @@ def test_a_server_that_never_answers_times_out():
 
 def test_a_url_prefix_is_kept_in_front_of_every_path():
     """Behind a reverse proxy reactord may live under a prefix; a stub server records the targets."""
-    import http.server
-
-    seen = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            seen.append(self.path)
-            body = b'{"ok":true}'
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("ETag", '"7"')
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    with stub_http_server(Handler) as url:
+    seen: list[str] = []
+    handler = answering_handler(200, b'{"ok":true}', {"Content-Type": "application/json", "ETag": '"7"'}, seen=seen)
+    with stub_http_server(handler) as url:
         client = Client(f"{url}/reactor/", timeout=2)
         assert client.state_with_version("/a b") == (7, {"ok": True})
         assert seen == ["/reactor/state?path=/a%20b"]

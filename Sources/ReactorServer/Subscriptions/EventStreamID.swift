@@ -2,8 +2,8 @@
 /// subscriber to and the name of the history that version belongs to (`HistoryName`). A browser's
 /// `EventSource` reconnects with nothing but the last id it saw, as `Last-Event-ID`: with the
 /// history in it, a server that started over is not taken for the one the browser left, as
-/// `?since=N&history=H` would not be. The version is digits only, so the first `-` ends it; `-` (not
-/// `@` or `:`) keeps the header one that the Fetch standard lets a page send without a preflight.
+/// `?since=N&history=H` would not be. The version is digits only, so the first `-` ends it; `-`
+/// rather than `@` or `:`, which Fetch counts as CORS-unsafe bytes in a request header's value.
 /// A bare version (written by hand, or kept from a server before histories) is taken as this
 /// server's, as `since` alone is.
 enum EventStreamID {
